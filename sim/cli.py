@@ -1,0 +1,65 @@
+"""Command line: ``tensorlsu replay TRACE.jsonl [--backend model] [--emit FILE]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from . import trace
+
+__all__ = ["main"]
+
+
+def _replay(args) -> int:
+    if args.backend != "model":
+        print(f"tensorlsu replay: backend {args.backend!r} is not available "
+              "(this build has: model)", file=sys.stderr)
+        return 2
+    backend = trace.ModelBackend(policy=args.policy)
+    t0 = time.perf_counter()
+    try:
+        with open(args.trace) as f:
+            records = list(trace.read(f))
+        outcomes = list(trace.run(records, backend))
+    except OSError as e:
+        print(f"tensorlsu replay: {e}", file=sys.stderr)
+        return 2
+    except trace.TraceError as e:
+        print(f"tensorlsu replay: {args.trace}: {e}", file=sys.stderr)
+        return 2
+    dt = time.perf_counter() - t0
+    if args.emit:
+        with open(args.emit, "w") as f:
+            for o in outcomes:
+                f.write(json.dumps(trace.emitted(o), separators=(",", ":")) + "\n")
+    print(trace.format_table(trace.summarize(outcomes)))
+    failed = [o for o in outcomes if not o.passed]
+    for o in failed[: args.show]:
+        print(f"FAIL line {o.record.line} {o.record.form}: {'; '.join(o.failures)}")
+    if len(failed) > args.show:
+        print(f"… and {len(failed) - args.show} more failures")
+    print(f"{len(outcomes)} records, {len(outcomes) - len(failed)} passed, {len(failed)} failed "
+          f"({args.backend}, policy {args.policy}, {dt:.2f} s)")
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="tensorlsu", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("replay", help="run a JSON-lines trace and compare with its expectations")
+    r.add_argument("trace", help="trace file (JSON lines, format version 1)")
+    r.add_argument("--backend", default="model", choices=["model", "rtl"])
+    r.add_argument("--sim", default="icarus", choices=["icarus", "verilator"],
+                   help="simulator of the rtl backend")
+    r.add_argument("--policy", default="h200", choices=["h200", "packed"],
+                   help="bank scheduling policy used for wavefronts")
+    r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
+    r.add_argument("--show", type=int, default=20, metavar="N", help="print at most N failures")
+    args = p.parse_args(argv)
+    return _replay(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,370 @@
+"""Behavioral reference model: plain numpy, executed from the layout tables.
+
+Every function takes a parsed :class:`~tensorlsu.sim.ptx.Instr` (or instruction text, parsed
+for the default target) and refuses undefined behavior with :class:`ModelError` naming what
+is wrong: misaligned or out-of-range rows, wmma addresses and strides breaking the alignment
+rules, Tensor Memory lanes outside the warp's quadrant, columns beyond the last one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from . import layouts, ptx
+from .decompress import decompress
+from .ptx import WMMA_BITS, Instr
+
+__all__ = ["ModelError", "Memory", "RowRequest", "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld",
+           "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride"]
+
+#: Tensor Memory per CTA: lanes × 32-bit columns (FACTS.md).
+TMEM_LANES = 128
+TMEM_COLS = 512
+#: Lanes of Tensor Memory one warp of a warpgroup may access.
+TMEM_QUADRANT = 32
+#: Scheduling policies of :func:`wavefronts`.
+POLICIES = ("h200", "packed")
+#: wmma matrices must start on a 256-bit boundary; strides must be a multiple of 16 bytes.
+WMMA_ADDR_ALIGN = 32
+WMMA_STRIDE_ALIGN = 16
+_CANONICAL_NAN = 0x7FFFFFFF
+
+
+class ModelError(ValueError):
+    """The instruction is legal but this execution would be undefined behavior."""
+
+
+def _ins(ins: Instr | str) -> Instr:
+    return ptx.parse(ins) if isinstance(ins, str) else ins
+
+
+def _u8(img, what: str) -> np.ndarray:
+    a = np.asarray(img)
+    if a.dtype != np.uint8:
+        if isinstance(img, (bytes, bytearray, memoryview)):
+            a = np.frombuffer(img, dtype=np.uint8)
+        else:
+            raise ModelError(f"{what} must be a uint8 array or bytes, not {a.dtype}")
+    if a.ndim != 1:
+        raise ModelError(f"{what} must be one-dimensional, not of shape {a.shape}")
+    return a
+
+
+def _addr32(addr, what: str = "addr") -> np.ndarray:
+    a = np.asarray(addr, dtype=np.int64)
+    if a.shape != (layouts.LANES,):
+        raise ModelError(f"{what} must hold {layouts.LANES} thread addresses, not shape {a.shape}")
+    return a
+
+
+# --------------------------------------------------------------------------------------
+# Memories
+# --------------------------------------------------------------------------------------
+
+@dataclass
+class Memory:
+    """Shared and global memory images for wmma.load.
+
+    Shared addresses are offsets in ``shared``; global addresses are absolute and the image
+    ``global_`` starts at ``global_base``. A generic address inside the global image is a
+    global access, otherwise a shared-window offset.
+    """
+
+    shared: np.ndarray | bytes | None = None
+    global_: np.ndarray | bytes | None = None
+    global_base: int = 0
+
+    def __post_init__(self):
+        self.shared = _u8(self.shared if self.shared is not None else b"", "shared image")
+        self.global_ = _u8(self.global_ if self.global_ is not None else b"", "global image")
+
+    def resolve(self, space: str, addr: int, nbytes: int) -> tuple[np.ndarray, int, str]:
+        """(image, offset, space) of ``nbytes`` at ``addr``; refuses addresses outside the image."""
+        g0, g1 = self.global_base, self.global_base + len(self.global_)
+        if space == "generic":
+            space = "global" if len(self.global_) and g0 <= addr < g1 else "shared"
+        if space == "global":
+            img, off = self.global_, addr - g0
+        else:
+            img, off = self.shared, addr
+        if off < 0 or off + nbytes > len(img):
+            raise ModelError(f"{space} address range 0x{addr:x}..0x{addr + nbytes - 1:x} is outside "
+                             f"the {len(img)}-byte {space} image"
+                             + (f" at 0x{g0:x}" if space == "global" else ""))
+        return img, off, space
+
+
+# --------------------------------------------------------------------------------------
+# ldmatrix / stmatrix
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RowRequest:
+    """One 16-byte row an ldmatrix / stmatrix moves: matrix index, row in matrix, address."""
+
+    matrix: int
+    row: int
+    addr: int
+
+
+def _rows(ins: Instr, smem_len: int | None, addr) -> np.ndarray:
+    """Validated row addresses of the threads that supply rows (the others are ignored)."""
+    a = _addr32(addr)[: layouts.row_count(ins)]
+    bad = np.nonzero(a % layouts.ROW_BYTES)[0]
+    if bad.size:
+        t = int(bad[0])
+        raise ModelError(f"{ins.op}: row address 0x{int(a[t]):x} of thread {t} is not "
+                         f"{layouts.ROW_BYTES}-byte aligned")
+    if smem_len is not None:
+        out = np.nonzero((a < 0) | (a + layouts.ROW_BYTES > smem_len))[0]
+        if out.size:
+            t = int(out[0])
+            raise ModelError(f"{ins.op}: row 0x{int(a[t]):x}..0x{int(a[t]) + layouts.ROW_BYTES - 1:x}"
+                             f" of thread {t} is outside the {smem_len}-byte shared memory")
+    return a
+
+
+def plan(ins: Instr | str, addr) -> list[RowRequest]:
+    """Row requests of an ldmatrix / stmatrix, in thread order (alignment checked)."""
+    ins = _ins(ins)
+    a = _rows(ins, None, addr)
+    per = layouts.rows_per_matrix(ins)
+    return [RowRequest(i // per, i % per, int(x)) for i, x in enumerate(a)]
+
+
+def _words(b: np.ndarray) -> np.ndarray:
+    """uint8[..., 4k] little-endian → uint32[..., k]."""
+    return np.ascontiguousarray(b).view("<u4").astype(np.uint32)
+
+
+def ldmatrix(ins: Instr | str, smem, addr) -> np.ndarray:
+    """Registers ``uint32[32, nregs]`` an ldmatrix leaves in each thread."""
+    ins = _ins(ins)
+    if ins.op != "ldmatrix":
+        raise ModelError(f"ldmatrix() cannot run {ins.op}")
+    smem = _u8(smem, "shared image")
+    a = _rows(ins, len(smem), addr)
+    rows = smem[a[:, None] + np.arange(layouts.ROW_BYTES)]
+    if ins.src_fmt:
+        rows = decompress(rows, ins.src_fmt)
+    T = layouts.row_table(ins)
+    return _words(rows[T[..., 0], T[..., 1]]).reshape(layouts.LANES, ins.nregs)
+
+
+def stmatrix(ins: Instr | str, smem, addr, regs) -> np.ndarray:
+    """New shared image after an stmatrix storing ``regs`` (``uint32[32, nregs]``)."""
+    ins = _ins(ins)
+    if ins.op != "stmatrix":
+        raise ModelError(f"stmatrix() cannot run {ins.op}")
+    smem = _u8(smem, "shared image")
+    a = _rows(ins, len(smem), addr)
+    uniq, first, counts = np.unique(a, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        x = int(uniq[np.argmax(counts > 1)])
+        ts = [int(t) for t in np.nonzero(a == x)[0]]
+        raise ModelError(f"stmatrix: threads {ts[0]} and {ts[1]} store the same row 0x{x:x}; "
+                         "overlapping rows in one stmatrix are a race the PTX leaves undefined")
+    r = np.asarray(regs, dtype=np.uint64)
+    if r.shape != (layouts.LANES, ins.nregs):
+        raise ModelError(f"stmatrix: regs must have shape ({layouts.LANES}, {ins.nregs}), not {r.shape}")
+    if np.any(r >> 32):
+        raise ModelError("stmatrix: register values must be 32-bit")
+    data = r.astype("<u4").view(np.uint8).reshape(layouts.LANES, ins.nregs, 4)
+    T = layouts.row_table(ins)
+    out = smem.copy()
+    out[a[T[..., 0]] + T[..., 1]] = data
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# wmma.load
+# --------------------------------------------------------------------------------------
+
+def wmma_default_stride(ins: Instr) -> int:
+    """The leading dimension of the stored matrix, in elements: the smallest legal stride."""
+    rows, cols = layouts.wmma_dims(ins.frag, ins.shape)
+    return cols if ins.layout == "row" else rows
+
+
+def _wmma_offsets(ins: Instr, stride: int) -> np.ndarray:
+    """Bit offset of every (thread, slot) element from the matrix address."""
+    T = layouts.wmma_table(ins).astype(np.int64)
+    i, j = T[..., 0], T[..., 1]
+    elem = i * stride + j if ins.layout == "row" else i + j * stride
+    return elem * WMMA_BITS[ins.type]
+
+
+def wmma_load(ins: Instr | str, mem: Memory, addr: int, stride: int | None = None) -> np.ndarray:
+    """Registers ``uint32[32, words]`` of a wmma.load (a .f64 register is two words, low first)."""
+    ins = _ins(ins)
+    if ins.op != "wmma.load":
+        raise ModelError(f"wmma_load() cannot run {ins.op}")
+    if not isinstance(mem, Memory):
+        raise ModelError("wmma_load: mem must be a model.Memory")
+    bits = WMMA_BITS[ins.type]
+    name = f"wmma.load.{ins.frag}"
+    if stride is None:
+        stride = ins.stride if isinstance(ins.stride, int) else wmma_default_stride(ins)
+    stride, addr = int(stride), int(addr)
+    if addr % WMMA_ADDR_ALIGN:
+        raise ModelError(f"{name}: matrix address 0x{addr:x} is not {WMMA_ADDR_ALIGN}-byte "
+                         "(256-bit) aligned")
+    least = wmma_default_stride(ins)
+    if stride < least:
+        raise ModelError(f"{name}: stride {stride} is below the matrix's leading dimension {least}")
+    # 16 bytes, or the whole leading dimension where it is narrower (8-bit types with 8
+    # elements): the H200 vectors load those correctly with strides of 8, 24 and 40 bytes.
+    grain = min(WMMA_STRIDE_ALIGN * 8, least * bits)
+    if (stride * bits) % grain:
+        raise ModelError(f"{name}: stride {stride} elements of .{ins.type} is "
+                         f"{stride * bits / 8:g} bytes, not a multiple of {grain // 8}")
+    off = _wmma_offsets(ins, stride)
+    span = (int(off.max()) + bits + 7) // 8
+    img, base, _ = mem.resolve(ins.space, addr, span)
+    win = img[base: base + span]
+    if bits >= 8:
+        nb = bits // 8
+        by = win[(off // 8)[..., None] + np.arange(nb)]            # (32, slots, nb)
+        return _words(by.reshape(layouts.LANES, -1))
+    # sub-byte: gather each element's bits, then pack slots upwards from bit 0
+    bitv = np.unpackbits(win, bitorder="little")
+    el = bitv[off[..., None] + np.arange(bits)]                     # (32, slots, bits)
+    packed = np.packbits(el.reshape(layouts.LANES, -1), axis=-1, bitorder="little")
+    return _words(packed)
+
+
+# --------------------------------------------------------------------------------------
+# tcgen05.ld
+# --------------------------------------------------------------------------------------
+
+def tmem_image(data) -> np.ndarray:
+    """A ``uint32[128, 512]`` Tensor Memory from an array of that shape or lane-major bytes
+    (a shorter image fills the first bytes; the rest reads as zero)."""
+    if isinstance(data, np.ndarray) and data.dtype == np.uint32:
+        if data.shape != (TMEM_LANES, TMEM_COLS):
+            raise ModelError(f"Tensor Memory must have shape ({TMEM_LANES}, {TMEM_COLS}), not {data.shape}")
+        return data
+    b = _u8(data, "Tensor Memory image")
+    full = TMEM_LANES * TMEM_COLS * 4
+    if len(b) > full or len(b) % 4:
+        raise ModelError(f"Tensor Memory image of {len(b)} bytes: expected a multiple of 4 up to {full}")
+    out = np.zeros(full, dtype=np.uint8)
+    out[: len(b)] = b
+    return out.view("<u4").astype(np.uint32).reshape(TMEM_LANES, TMEM_COLS)
+
+
+def _f32_key(v: np.ndarray) -> np.ndarray:
+    """Order-preserving integer key of non-NaN float32 bit patterns (-0.0 below +0.0)."""
+    v = v.astype(np.int64)
+    return np.where(v & 0x80000000, 0xFFFFFFFF - v, v | 0x80000000)
+
+
+def _reduce(ins: Instr, regs: np.ndarray) -> np.ndarray:
+    """redval per thread: min or max over the thread's loaded columns."""
+    pick = np.argmin if ins.red == "min" else np.argmax
+    if ins.type in ("u32", "s32"):
+        vals = regs.astype(np.int64)
+        if ins.type == "s32":
+            vals = np.where(vals & 0x80000000, vals - (1 << 32), vals)
+        return regs[np.arange(len(regs)), pick(vals, axis=1)].astype(np.uint32)
+    v = regs.astype(np.uint32)
+    if ins.abs:
+        v = v & np.uint32(0x7FFFFFFF)
+    isnan = (v & 0x7F800000) == 0x7F800000
+    isnan &= (v & 0x007FFFFF) != 0
+    key = _f32_key(v)
+    # NaN inputs never win; a lane of only NaN (or any NaN, with .NaN) gives the canonical NaN.
+    key = np.where(isnan, -1 if ins.red == "max" else 1 << 40, key)
+    out = v[np.arange(len(v)), pick(key, axis=1)]
+    nan_out = isnan.any(axis=1) if ins.nan else isnan.all(axis=1)
+    return np.where(nan_out, np.uint32(_CANONICAL_NAN), out).astype(np.uint32)
+
+
+def tcgen05_ld(ins: Instr | str, tmem, taddr: int, warp: int, split: int | None = None):
+    """``(regs uint32[32, nregs], redval uint32[32] or None)`` of a tcgen05.ld.
+
+    ``warp`` is the warp's index in its warpgroup (only ``warp mod 4`` matters); it may touch
+    lanes ``32·(warp mod 4)`` … ``+31`` only.
+    """
+    ins = _ins(ins)
+    if ins.op != "tcgen05.ld":
+        raise ModelError(f"tcgen05_ld() cannot run {ins.op}")
+    tm = tmem_image(tmem)
+    taddr, warp = int(taddr), int(warp)
+    if not 0 <= taddr < 1 << 32:
+        raise ModelError(f"tcgen05.ld: taddr 0x{taddr:x} is not a 32-bit Tensor Memory address")
+    if warp < 0:
+        raise ModelError(f"tcgen05.ld: warp index {warp} is negative")
+    lane0, col0 = taddr >> 16, taddr & 0xFFFF
+    if ins.shape == "16x32bx2":
+        if split is None:
+            split = ins.split
+        if split is None:
+            raise ModelError("tcgen05.ld: .16x32bx2 needs immHalfSplitoff")
+        if ins.split is not None and split != ins.split:
+            raise ModelError(f"tcgen05.ld: immHalfSplitoff {split} differs from the operand {ins.split}")
+        if split < 0:
+            raise ModelError(f"tcgen05.ld: immHalfSplitoff {split} is negative")
+    elif split is not None:
+        raise ModelError(f"tcgen05.ld: immHalfSplitoff is only for .16x32bx2, not .{ins.shape}")
+    T = layouts.tmem_table(ins).astype(np.int64)
+    lanes = lane0 + T[..., 0]
+    cols = T[..., 1] * (2 if ins.pack else 1) + col0 + T[..., 2] * (split or 0)
+    lo, hi = TMEM_QUADRANT * (warp % 4), TMEM_QUADRANT * (warp % 4) + TMEM_QUADRANT - 1
+    badl = (lanes < lo) | (lanes > hi)
+    if badl.any():
+        t = int(np.argwhere(badl)[0][0])
+        raise ModelError(f"tcgen05.ld: lanes {int(lanes.min())}..{int(lanes.max())} (thread {t} reads "
+                         f"lane {int(lanes[badl].flat[0])}) are outside warp {warp}'s quadrant, "
+                         f"lanes {lo}..{hi}")
+    last = cols + (1 if ins.pack else 0)
+    if int(last.max()) >= TMEM_COLS:
+        raise ModelError(f"tcgen05.ld: columns {int(cols.min())}..{int(last.max())} reach beyond "
+                         f"column {TMEM_COLS - 1}")
+    if ins.pack:
+        regs = (tm[lanes, cols] & 0xFFFF) | ((tm[lanes, cols + 1] & 0xFFFF) << 16)
+    else:
+        regs = tm[lanes, cols]
+    regs = regs.astype(np.uint32)
+    return regs, (_reduce(ins, regs) if ins.red else None)
+
+
+# --------------------------------------------------------------------------------------
+# Shared-memory cycles
+# --------------------------------------------------------------------------------------
+
+def _quads(addrs: Iterable[int], banks: int, bank_bytes: int) -> dict[int, set[int]]:
+    groups = (banks * bank_bytes) // layouts.ROW_BYTES
+    q: dict[int, set[int]] = {}
+    for a in addrs:
+        q.setdefault((a // layouts.ROW_BYTES) % groups, set()).add(a)
+    return q
+
+
+def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
+               bank_bytes: int = 4) -> int:
+    """Shared-memory cycles an ldmatrix / stmatrix occupies the banks.
+
+    ``"h200"``: per matrix, the largest number of distinct row addresses in one bank quad,
+    summed over matrices (FACTS.md: exact on every measured pattern). ``"packed"``: a
+    scheduler that mixes matrices, bounded by one cycle per 8 rows and by the busiest quad.
+    A ``.m16n16`` matrix counts as one matrix of 16 rows (an extrapolation: not measured).
+    """
+    ins = _ins(ins)
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
+    if ins.op not in ("ldmatrix", "stmatrix"):
+        raise ModelError(f"wavefronts: no cycle rule for {ins.op} (ldmatrix and stmatrix only)")
+    reqs = plan(ins, addr)
+    if policy == "h200":
+        total = 0
+        for m in range(ins.num):
+            q = _quads((r.addr for r in reqs if r.matrix == m), banks, bank_bytes)
+            total += max(len(s) for s in q.values())
+        return total
+    q = _quads((r.addr for r in reqs), banks, bank_bytes)
+    per_cycle = (banks * bank_bytes) // layouts.ROW_BYTES
+    return max(-(-len(reqs) // per_cycle), max(len(s) for s in q.values()))

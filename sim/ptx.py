@@ -1,0 +1,598 @@
+"""PTX front end: parse and validate ldmatrix, stmatrix, wmma.load and tcgen05.ld.
+
+``parse(text, target)`` returns a frozen, hashable :class:`Instr` for every form the PTX
+texts define and raises :class:`PtxError` (a ``ValueError``) naming the offending
+qualifier, combination, operand count or target for everything they forbid.
+
+Qualifiers may come in any order (the assembler accepts ``ldmatrix.sync.aligned.x1.m8n8``);
+only the two formats of a decompressing ldmatrix are positional (destination, then source).
+Where the assembler accepts forms the texts do not list, the texts win (docs/ptxas.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+__all__ = ["PtxError", "Instr", "Target", "parse", "parse_target", "TCGEN05_REGS_PER_X1"]
+
+
+class PtxError(ValueError):
+    """An instruction text the PTX texts forbid (or that this front end cannot read)."""
+
+
+# --------------------------------------------------------------------------------------
+# Targets
+# --------------------------------------------------------------------------------------
+
+#: Architecture numbers PTX ISA 9.0 knows, with the suffixes each takes.
+_ARCHS = {
+    70: "", 72: "", 75: "", 80: "", 86: "", 87: "", 88: "", 89: "",
+    90: "a", 100: "af", 103: "af", 110: "af", 120: "af", 121: "af",
+}
+#: Families for family-specific (``f``) features: member architectures in order.
+_FAMILIES = {100: (100, 103), 110: (110,), 120: (120, 121)}
+_FAMILY_OF = {a: f for f, members in _FAMILIES.items() for a in members}
+#: PTX ISA 9.0 renamed sm_101 to sm_110; the assembler still reads the old name.
+_RENAMED = {101: 110}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A PTX target ``sm_<arch><suffix>``; suffix ``a`` (arch-specific), ``f`` (family) or ``""``."""
+
+    arch: int
+    suffix: str = ""
+
+    def __str__(self) -> str:
+        return f"sm_{self.arch}{self.suffix}"
+
+    def at_least(self, arch: int) -> bool:
+        return self.arch >= arch
+
+    def has_arch_specific(self, arch: int) -> bool:
+        """Features of ``sm_<arch>a``: only that exact target with the ``a`` suffix."""
+        return self.arch == arch and self.suffix == "a"
+
+    def has_family(self, arch: int) -> bool:
+        """Features of ``sm_<arch>f``: ``f`` or ``a`` targets of the same family at or above it."""
+        return (self.suffix in ("a", "f") and _FAMILY_OF.get(self.arch) == _FAMILY_OF.get(arch)
+                and self.arch >= arch)
+
+
+def parse_target(target: str | Target) -> Target:
+    """Read ``sm_100a`` and the like; ``sm_101a``/``sm_101f`` are read as their new name sm_110."""
+    if isinstance(target, Target):
+        return target
+    m = re.fullmatch(r"sm_(\d+)([af]?)", str(target).strip())
+    if not m:
+        raise PtxError(f"target {target!r} is not of the form sm_<number>[a|f]")
+    arch, suffix = int(m.group(1)), m.group(2)
+    arch = _RENAMED.get(arch, arch)
+    if arch not in _ARCHS:
+        raise PtxError(f"unknown target {target!r}")
+    if suffix and suffix not in _ARCHS[arch]:
+        raise PtxError(f"target {target!r} does not exist: sm_{arch} takes no '{suffix}' suffix")
+    return Target(arch, suffix)
+
+
+def _need(tgt: Target, ok: bool, feature: str, where: str) -> None:
+    if not ok:
+        raise PtxError(f"{feature} is not supported on target {tgt} (needs {where})")
+
+
+# Target lists of the texts' "Target ISA notes", as predicates.
+def _blackwell_ldst(t: Target) -> bool:
+    """sm_100a, sm_110a, sm_120a and the sm_100f / sm_110f / sm_120f families."""
+    return (any(t.has_arch_specific(a) for a in (100, 110, 120))
+            or any(t.has_family(a) for a in (100, 110, 120)))
+
+
+_BLACKWELL_LDST = "sm_100a, sm_110a (was sm_101a), sm_120a, or an sm_100f/sm_110f/sm_120f family target"
+
+
+def _tcgen05(t: Target) -> bool:
+    return any(t.has_arch_specific(a) for a in (100, 110)) or any(t.has_family(a) for a in (100, 110))
+
+
+_TCGEN05 = "sm_100a, sm_110a (was sm_101a), or an sm_100f/sm_110f family target"
+
+
+def _tcgen05_red(t: Target) -> bool:
+    return t.has_arch_specific(110) or t.has_family(110) or t.has_family(103)
+
+
+_TCGEN05_RED = "sm_110a (was sm_101a), or an sm_103f/sm_110f family target such as sm_103a"
+
+
+# --------------------------------------------------------------------------------------
+# Descriptor
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Instr:
+    """One validated instruction form (with its operands, when the text had them).
+
+    Fields not used by an opcode keep their defaults, so equal forms compare equal.
+    """
+
+    op: str                       #: ``ldmatrix``, ``stmatrix``, ``wmma.load`` or ``tcgen05.ld``
+    shape: str                    #: ``m8n8`` … ``m16n16k16`` … ``32x32b``, without the dot
+    num: int = 1                  #: matrices (ld/stmatrix) or repeat factor (tcgen05.ld)
+    trans: bool = False
+    space: str = "generic"        #: ``generic``, ``shared`` (also ``.shared::cta``) or ``global``
+    type: str = ""                #: element type: ``b16``, ``b8``, wmma types, ``b32``/``f32``/``u32``/``s32``
+    dst_fmt: str | None = None    #: ``b8x16`` for decompressing ldmatrix
+    src_fmt: str | None = None    #: ``b6x16_p32`` or ``b4x16_p64``
+    frag: str | None = None       #: wmma matrix ``a``, ``b`` or ``c``
+    layout: str | None = None     #: wmma ``row`` or ``col``
+    pack: bool = False            #: tcgen05 ``.pack::16b``
+    red: str | None = None        #: tcgen05 ``min`` or ``max``
+    abs: bool = False
+    nan: bool = False
+    target: str = "sm_100a"
+    nregs: int = 1                #: registers in the vector operand
+    operands: tuple[str, ...] | None = field(default=None, compare=True)
+    split: int | None = None      #: immHalfSplitoff, when the text gave it
+    stride: int | str | None = None  #: wmma stride operand, when the text gave it
+
+    # ----------------------------------------------------------------------------------
+    @property
+    def words(self) -> int:
+        """32-bit words each thread receives (a .f64 register is two words)."""
+        return self.nregs * 2 if self.type == "f64" else self.nregs
+
+    @property
+    def is_load(self) -> bool:
+        return self.op != "stmatrix"
+
+    @property
+    def form(self) -> str:
+        """Canonical instruction text without operands: the key of per-form tables."""
+        p = [self.op]
+        if self.op == "wmma.load":
+            p = ["wmma.load", self.frag, "sync", "aligned", self.layout, self.shape]
+            if self.space != "generic":
+                p.append(self.space)
+            p.append(self.type)
+            return ".".join(p)
+        if self.op == "tcgen05.ld":
+            p = ["tcgen05.ld"] + (["red"] if self.red else []) + ["sync", "aligned", self.shape,
+                                                                   f"x{self.num}"]
+            if self.pack:
+                p.append("pack::16b")
+            if self.red:
+                p.append(self.red)
+                p += ["abs"] * self.abs + ["NaN"] * self.nan
+            p.append(self.type)
+            return ".".join(p)
+        p += ["sync", "aligned", self.shape, f"x{self.num}"]
+        if self.trans:
+            p.append("trans")
+        if self.space != "generic":
+            p.append(self.space)
+        p += [self.dst_fmt, self.src_fmt] if self.src_fmt else [self.type]
+        return ".".join(p)
+
+    @property
+    def text(self) -> str:
+        """Canonical instruction text, with generic operand names."""
+        regs = "{" + ", ".join(f"%r{i}" for i in range(self.nregs)) + "}"
+        if self.op == "stmatrix":
+            return f"{self.form} [%rd0], {regs};"
+        if self.op == "wmma.load":
+            tail = "" if self.stride is None else f", {self.stride}"
+            return f"{self.form} {regs}, [%rd0]{tail};"
+        if self.op == "tcgen05.ld":
+            red = ", %r999" if self.red else ""
+            tail = "" if self.shape != "16x32bx2" else f", {self.split if self.split is not None else 0}"
+            return f"{self.form} {regs}{red}, [%r998]{tail};"
+        return f"{self.form} {regs}, [%rd0];"
+
+    def with_target(self, target: str) -> "Instr":
+        return parse(self.text, target)
+
+    def __str__(self) -> str:
+        return self.form
+
+
+# --------------------------------------------------------------------------------------
+# Tables of the texts
+# --------------------------------------------------------------------------------------
+
+_NUM = {"x1": 1, "x2": 2, "x4": 4, "x8": 8, "x16": 16, "x32": 32, "x64": 64, "x128": 128}
+_SPACES = {"shared": "shared", "shared::cta": "shared", "global": "global"}
+
+#: tcgen05.ld registers per thread for .x1 of each shape (the first row of Table 49).
+TCGEN05_REGS_PER_X1 = {"16x32bx2": 1, "16x64b": 1, "32x32b": 1, "16x128b": 2, "16x256b": 4}
+
+#: wmma shapes → (m, n, k); the element types each fragment of each shape family takes.
+WMMA_SHAPES = {
+    "m16n16k16": (16, 16, 16), "m8n32k16": (8, 32, 16), "m32n8k16": (32, 8, 16),
+    "m16n16k8": (16, 16, 8), "m8n8k4": (8, 8, 4), "m8n8k32": (8, 8, 32), "m8n8k128": (8, 8, 128),
+}
+_WMMA_TYPES = {
+    # shape group: (a/b types, c types)
+    ("m16n16k16", "m8n32k16", "m32n8k16"): ({"f16", "s8", "u8", "bf16"}, {"f16", "f32", "s32"}),
+    ("m16n16k8",): ({"tf32"}, {"f32"}),
+    ("m8n8k4",): ({"f64"}, {"f64"}),
+    ("m8n8k32",): ({"s4", "u4"}, {"s32"}),
+    ("m8n8k128",): ({"b1"}, {"s32"}),
+}
+#: Element width in bits of every wmma type.
+WMMA_BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f64": 64, "s8": 8, "u8": 8, "s4": 4, "u4": 4,
+             "b1": 1, "f32": 32, "s32": 32}
+#: Minimum plain target of each wmma element type.
+_WMMA_MIN_ARCH = {"f16": 70, "f32": 70, "s8": 72, "u8": 72, "s32": 72, "s4": 75, "u4": 75,
+                  "b1": 75, "bf16": 80, "tf32": 80, "f64": 80}
+
+
+def wmma_nregs(frag: str, shape: str, type_: str) -> int:
+    """Registers of a wmma fragment: elements per thread × width / 32 (f64 counts 64-bit
+    registers); .f16 a/b fragments always have eight registers."""
+    m, n, k = WMMA_SHAPES[shape]
+    rows, cols = {"a": (m, k), "b": (k, n), "c": (m, n)}[frag]
+    bits = WMMA_BITS[type_]
+    if type_ == "f16" and frag in "ab":
+        return 8
+    per_thread = rows * cols * bits // 32
+    return max(1, per_thread // (64 if type_ == "f64" else 32))
+
+
+# --------------------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------------------
+
+_OPCODES = ("ldmatrix", "stmatrix", "wmma.load", "tcgen05.ld")
+_IDENT = r"%?[A-Za-z_$][\w$]*"
+_REG_RE = re.compile(rf"{_IDENT}")
+_INT_RE = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|\d+)[Uu]?")
+_ADDR_RE = re.compile(rf"\[\s*({_IDENT}|[+-]?(?:0[xX][0-9a-fA-F]+|\d+))\s*"
+                      rf"(?:\+\s*([+-]?(?:0[xX][0-9a-fA-F]+|\d+)))?\s*\]")
+
+
+def _split_operands(s: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if depth != 0:
+        raise PtxError(f"unbalanced brackets in operands {s.strip()!r}")
+    last = "".join(cur).strip()
+    if last or out:
+        out.append(last)
+    return out
+
+
+def _vector(op: str, text: str) -> int:
+    t = text.strip()
+    if not (t.startswith("{") and t.endswith("}")):
+        raise PtxError(f"{op}: expected a brace-enclosed register vector, got {t!r}")
+    regs = [r.strip() for r in t[1:-1].split(",")]
+    for r in regs:
+        if not _REG_RE.fullmatch(r):
+            raise PtxError(f"{op}: {r!r} in the register vector is not a register")
+    return len(regs)
+
+
+def _address(op: str, text: str) -> None:
+    if not _ADDR_RE.fullmatch(text.strip()):
+        raise PtxError(f"{op}: expected an address operand like [p] or [p+16], got {text.strip()!r}")
+
+
+def _int(op: str, what: str, text: str) -> int:
+    t = text.strip()
+    if not _INT_RE.fullmatch(t):
+        raise PtxError(f"{op}: {what} must be an integer immediate, got {t!r}")
+    return int(t.rstrip("uU"), 0)
+
+
+def parse(text: str, target: str | Target = "sm_100a") -> Instr:
+    """Parse one instruction (operands optional, trailing ``;`` optional) for ``target``."""
+    if not isinstance(text, str):
+        raise PtxError(f"instruction text must be a string, not {type(text).__name__}")
+    s = text.strip()
+    if s.endswith(";"):
+        s = s[:-1].rstrip()
+    if not s:
+        raise PtxError("empty instruction text")
+    tgt = parse_target(target)
+    head, _, rest = s.partition(" ")
+    if "\t" in head:
+        head, _, more = head.partition("\t")
+        rest = more + " " + rest
+    rest = rest.strip()
+    for opc in _OPCODES:
+        if head == opc or head.startswith(opc + "."):
+            quals = head[len(opc):].split(".")[1:]
+            break
+    else:
+        raise PtxError(f"unknown instruction {head.split('.')[0]!r}: expected one of "
+                       f"{', '.join(_OPCODES)}")
+    if any(q == "" for q in quals):
+        raise PtxError(f"{head!r}: empty qualifier (two dots in a row or a trailing dot)")
+    operands = _split_operands(rest) if rest else None
+    fn = {"ldmatrix": _ldst, "stmatrix": _ldst, "wmma.load": _wmma, "tcgen05.ld": _tcgen05_ld}[opc]
+    return fn(opc, quals, operands, tgt)
+
+
+class _Quals:
+    """Qualifiers of one instruction, taken by category so each may appear once."""
+
+    def __init__(self, op: str, quals: list[str]):
+        self.op, self.left = op, list(quals)
+
+    def take(self, what: str, allowed, *, many=False):
+        found = [q for q in self.left if q in allowed]
+        if len(found) > 1 and not many:
+            raise PtxError(f"{self.op}: more than one {what} qualifier: "
+                           + ", ".join("." + q for q in found))
+        for q in found:
+            self.left.remove(q)
+        return found if many else (found[0] if found else None)
+
+    def flag(self, name: str) -> bool:
+        n = self.left.count(name)
+        if n > 1:
+            raise PtxError(f"{self.op}: .{name} given {n} times")
+        if n:
+            self.left.remove(name)
+        return bool(n)
+
+    def require(self, *names: str) -> None:
+        for n in names:
+            if not self.flag(n):
+                raise PtxError(f"{self.op}: the mandatory .{n} qualifier is missing")
+
+    def done(self) -> None:
+        if self.left:
+            q = self.left[0]
+            raise PtxError(f"{self.op}: illegal qualifier .{q}" + (
+                f" (and {', '.join('.' + x for x in self.left[1:])})" if len(self.left) > 1 else ""))
+
+
+def _space(q: _Quals, allowed: tuple[str, ...]) -> str:
+    sp = q.take("state space", {"shared", "shared::cta", "shared::cluster", "global", "local",
+                                "const", "param"})
+    if sp is None:
+        return "generic"
+    if sp not in allowed:
+        raise PtxError(f"{q.op}: state space .{sp} is not allowed (use "
+                       + ", ".join("." + a for a in allowed) + " or none)")
+    return _SPACES[sp]
+
+
+def _ldst(op: str, quals: list[str], operands, tgt: Target) -> Instr:
+    q = _Quals(op, quals)
+    q.require("sync", "aligned")
+    ld = op == "ldmatrix"
+    shapes = ("m8n8", "m16n16", "m8n16") if ld else ("m8n8", "m16n8")
+    shape = q.take("shape", {"m8n8", "m16n16", "m8n16", "m16n8", "m8n32", "m16n8k16"})
+    if shape is None:
+        raise PtxError(f"{op}: the .shape qualifier is missing (one of "
+                       + ", ".join("." + s for s in shapes) + ")")
+    if shape not in shapes:
+        raise PtxError(f"{op}: illegal shape .{shape} (allowed: " + ", ".join("." + s for s in shapes) + ")")
+    num = q.take(".num", set(_NUM))
+    if num is None:
+        raise PtxError(f"{op}: the .num qualifier (.x1, .x2 or .x4) is missing")
+    if num not in ("x1", "x2", "x4"):
+        raise PtxError(f"{op}: illegal .num .{num} (allowed: .x1, .x2, .x4)")
+    trans = q.flag("trans")
+    space = _space(q, ("shared", "shared::cta"))
+    # Element type, or the (destination, source) format pair of a decompressing load.
+    types = [x for x in q.left if x in {"b16", "b8", "b32", "b64", "b8x16", "b6x16_p32", "b4x16_p64",
+                                        "f16", "u8", "s8"}]
+    for x in types:
+        q.left.remove(x)
+    q.done()
+    n = _NUM[num]
+    type_, dst_fmt, src_fmt = "", None, None
+    if len(types) == 1:
+        type_ = types[0]
+        if type_ in ("b8x16", "b6x16_p32", "b4x16_p64"):
+            raise PtxError(f"{op}: .{type_} needs its pair: .b8x16 followed by .b6x16_p32 or .b4x16_p64")
+    elif len(types) == 2 and ld:
+        dst_fmt, src_fmt = types
+        if dst_fmt != "b8x16" or src_fmt not in ("b6x16_p32", "b4x16_p64"):
+            raise PtxError(f"{op}: illegal format pair .{dst_fmt}.{src_fmt} (expected .b8x16 "
+                           "followed by .b6x16_p32 or .b4x16_p64)")
+    elif not types:
+        raise PtxError(f"{op}: the element type qualifier is missing")
+    else:
+        raise PtxError(f"{op}: too many type qualifiers: " + ", ".join("." + t for t in types))
+
+    if ld:
+        if shape == "m8n8":
+            if src_fmt:
+                raise PtxError(f"{op}: .m8n8 takes type .b16, not the formats .{dst_fmt}.{src_fmt}")
+            if type_ != "b16":
+                raise PtxError(f"{op}: .m8n8 takes type .b16, not .{type_}")
+        elif shape == "m16n16":
+            if not trans:
+                raise PtxError(f"{op}: .trans is mandatory with .m16n16")
+            if n == 4:
+                raise PtxError(f"{op}: .m16n16 takes .x1 or .x2 only, not .x4")
+            if not src_fmt and type_ != "b8":
+                raise PtxError(f"{op}: .m16n16 takes type .b8 or .b8x16 with a source format, not .{type_}")
+        else:  # m8n16
+            if trans:
+                raise PtxError(f"{op}: .trans is not allowed with .m8n16")
+            if not src_fmt:
+                raise PtxError(f"{op}: .m8n16 needs the formats .b8x16.b6x16_p32 or .b8x16.b4x16_p64"
+                               f", not .{type_}")
+        _need(tgt, tgt.at_least(75), "ldmatrix", "sm_75 or higher")
+        if shape != "m8n8":
+            _need(tgt, _blackwell_ldst(tgt), f"ldmatrix shape .{shape}", _BLACKWELL_LDST)
+        if type_ == "b8" or src_fmt:
+            _need(tgt, _blackwell_ldst(tgt), "ldmatrix type .b8 / .src_fmt", _BLACKWELL_LDST)
+        nregs = {"m8n8": n, "m16n16": 2 * n, "m8n16": n}[shape]
+    else:
+        if shape == "m8n8" and type_ != "b16":
+            raise PtxError(f"{op}: .m8n8 takes type .b16, not .{type_}")
+        if shape == "m16n8":
+            if type_ != "b8":
+                raise PtxError(f"{op}: .m16n8 takes type .b8 only, not .{type_}")
+            if not trans:
+                raise PtxError(f"{op}: .trans is mandatory with .m16n8")
+        _need(tgt, tgt.at_least(90), "stmatrix", "sm_90 or higher")
+        if shape == "m16n8" or type_ == "b8":
+            _need(tgt, _blackwell_ldst(tgt), f"stmatrix .{shape}.{type_}", _BLACKWELL_LDST)
+        nregs = n
+
+    ops = None
+    if operands is not None:
+        if len(operands) != 2:
+            raise PtxError(f"{op}: expected 2 operands, got {len(operands)}")
+        vec, addr = (operands if ld else operands[::-1])
+        _address(op, addr)
+        got = _vector(op, vec)
+        if got != nregs:
+            raise PtxError(f"{op}: .{shape}.{num} needs {nregs} register(s) in the vector, got {got}")
+        ops = tuple(operands)
+    return Instr(op=op, shape=shape, num=n, trans=trans, space=space, type=type_, dst_fmt=dst_fmt,
+                 src_fmt=src_fmt, target=str(tgt), nregs=nregs, operands=ops)
+
+
+def _wmma(op: str, quals: list[str], operands, tgt: Target) -> Instr:
+    q = _Quals(op, quals)
+    frag = q.take("matrix (.a, .b, .c)", {"a", "b", "c", "d"})
+    if frag is None:
+        raise PtxError(f"{op}: the matrix qualifier .a, .b or .c is missing")
+    if frag == "d":
+        raise PtxError(f"{op}: illegal matrix .d (wmma.load takes .a, .b or .c)")
+    name = f"wmma.load.{frag}"
+    q.op = name
+    q.require("sync", "aligned")
+    layout = q.take("layout", {"row", "col"})
+    if layout is None:
+        raise PtxError(f"{name}: the layout qualifier .row or .col is missing")
+    shape = q.take("shape", set(WMMA_SHAPES) | {"m16n8k16", "m16n8k8", "m16n8k32", "m8n8k16"})
+    if shape is None:
+        raise PtxError(f"{name}: the shape qualifier is missing")
+    if shape not in WMMA_SHAPES:
+        raise PtxError(f"{name}: illegal shape .{shape}")
+    space = _space(q, ("global", "shared", "shared::cta"))
+    type_ = q.take("type", set(WMMA_BITS) | {"b16", "b32", "b8", "e4m3", "e5m2"})
+    if type_ is None:
+        raise PtxError(f"{name}: the element type qualifier is missing")
+    q.done()
+    for shapes, (ab, c) in _WMMA_TYPES.items():
+        if shape in shapes:
+            ok = c if frag == "c" else ab
+            if type_ not in ok:
+                raise PtxError(f"{name}: type .{type_} is not allowed with .{shape} "
+                               f"(allowed: {', '.join('.' + t for t in sorted(ok))})")
+    if type_ in ("s4", "u4", "b1"):
+        need = "row" if frag == "a" else "col"
+        if layout != need:
+            raise PtxError(f"{name}: sub-byte .{type_} takes layout .{need} only, not .{layout}")
+    _need(tgt, tgt.at_least(_WMMA_MIN_ARCH[type_]), f"wmma.load .{type_}",
+          f"sm_{_WMMA_MIN_ARCH[type_]} or higher")
+    nregs = wmma_nregs(frag, shape, type_)
+    ops, stride = None, None
+    if operands is not None:
+        if len(operands) not in (2, 3):
+            raise PtxError(f"{name}: expected 2 or 3 operands (r, [p] and an optional stride), "
+                           f"got {len(operands)}")
+        _address(name, operands[1])
+        got = _vector(name, operands[0])
+        if got != nregs:
+            raise PtxError(f"{name}: .{shape}.{type_} needs {nregs} register(s) in the vector, got {got}")
+        if len(operands) == 3:
+            st = operands[2].strip()
+            if _INT_RE.fullmatch(st):
+                stride = _int(name, "stride", st)
+            elif _REG_RE.fullmatch(st):
+                stride = st
+            else:
+                raise PtxError(f"{name}: stride {st!r} is neither a register nor an integer")
+        ops = tuple(operands)
+    return Instr(op="wmma.load", shape=shape, space=space, type=type_, frag=frag, layout=layout,
+                 target=str(tgt), nregs=nregs, operands=ops, stride=stride)
+
+
+def _tcgen05_ld(op: str, quals: list[str], operands, tgt: Target) -> Instr:
+    q = _Quals(op, quals)
+    red = q.flag("red")
+    q.require("sync", "aligned")
+    shape = q.take("shape", set(TCGEN05_REGS_PER_X1) | {"16x32b", "32x32bx2"})
+    if shape is None:
+        raise PtxError(f"{op}: the shape qualifier is missing (one of "
+                       + ", ".join("." + s for s in TCGEN05_REGS_PER_X1) + ")")
+    if shape not in TCGEN05_REGS_PER_X1:
+        raise PtxError(f"{op}: illegal shape .{shape}")
+    num = q.take(".num", set(_NUM))
+    if num is None:
+        raise PtxError(f"{op}: the .num qualifier (.x1 … .x128) is missing")
+    pack = q.flag("pack::16b")
+    red_op = q.take("reduction", {"min", "max", "add"})
+    abs_, nan = q.flag("abs"), q.flag("NaN")
+    type_ = q.take("type", {"b32", "f32", "u32", "s32", "b16", "f16", "b64"})
+    q.done()
+    n = _NUM[num]
+    if type_ is None:
+        raise PtxError(f"{op}: the type qualifier is missing")
+    if red:
+        if red_op is None:
+            raise PtxError(f"{op}: .red needs a reduction .min or .max")
+        if red_op not in ("min", "max"):
+            raise PtxError(f"{op}: illegal reduction .{red_op} (allowed: .min, .max)")
+        if shape not in ("32x32b", "16x32bx2"):
+            raise PtxError(f"{op}: .red is allowed with .32x32b and .16x32bx2 only, not .{shape}")
+        if pack:
+            raise PtxError(f"{op}: .pack::16b is not allowed with .red")
+        if type_ not in ("f32", "u32", "s32"):
+            raise PtxError(f"{op}: .red takes type .f32, .u32 or .s32, not .{type_}")
+        if (abs_ or nan) and type_ != "f32":
+            raise PtxError(f"{op}: " + " and ".join(
+                x for x, on in ((".abs", abs_), (".NaN", nan)) if on) + " need type .f32")
+        if n < 2:
+            raise PtxError(f"{op}: .red needs .num of at least .x2, not .{num}")
+    else:
+        if red_op:
+            raise PtxError(f"{op}: reduction .{red_op} needs the .red qualifier")
+        if abs_ or nan:
+            raise PtxError(f"{op}: .abs and .NaN are allowed only with .red")
+        if type_ != "b32":
+            raise PtxError(f"{op}: type .{type_} is not allowed (tcgen05.ld without .red takes .b32)")
+    nregs = TCGEN05_REGS_PER_X1[shape] * n
+    if nregs > 128:
+        raise PtxError(f"{op}: .{shape}.{num} is not a valid combination (it would need {nregs} "
+                       "registers; Table 49 allows at most 128)")
+    _need(tgt, _tcgen05(tgt), "tcgen05.ld", _TCGEN05)
+    if red:
+        _need(tgt, _tcgen05_red(tgt), "tcgen05.ld.red", _TCGEN05_RED)
+    ops, split = None, None
+    if operands is not None:
+        want = (3 if red else 2) + (shape == "16x32bx2")
+        if len(operands) != want:
+            raise PtxError(f"{op}: .{shape}{' with .red' if red else ''} takes {want} operands "
+                           f"(r, {'redval, ' if red else ''}[taddr]"
+                           f"{', immHalfSplitoff' if shape == '16x32bx2' else ''}), got {len(operands)}")
+        got = _vector(op, operands[0])
+        if got != nregs:
+            raise PtxError(f"{op}: .{shape}.{num} needs {nregs} register(s) in the vector, got {got}")
+        i = 1
+        if red:
+            if not _REG_RE.fullmatch(operands[1].strip()):
+                raise PtxError(f"{op}: redval {operands[1].strip()!r} is not a register")
+            i = 2
+        _address(op, operands[i])
+        if shape == "16x32bx2":
+            split = _int(op, "immHalfSplitoff", operands[i + 1])
+        ops = tuple(operands)
+    return Instr(op="tcgen05.ld", shape=shape, num=n, type=type_, pack=pack, red=red_op,
+                 abs=abs_, nan=nan, target=str(tgt), nregs=nregs, operands=ops, split=split)
+
+
+def strip_operands(ins: Instr) -> Instr:
+    """The same form without its operand list."""
+    return replace(ins, operands=None, split=None, stride=None)

@@ -1,0 +1,265 @@
+"""Trace format version 1 (JSON lines): reading, running through a backend, checking, emitting.
+
+One record per line; see docs/trace-format.md. A backend turns a validated record into what
+the instruction produced (``regs``, ``redval``, ``smem``, ``wavefronts``) or raises a
+``ValueError`` whose message explains the refusal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+
+from . import model, ptx
+from .ptx import Instr
+
+__all__ = ["TraceError", "Record", "read", "load", "ModelBackend", "Outcome", "run", "check",
+           "summarize", "format_table"]
+
+_EXPECT_KEYS = {"regs", "redval", "smem", "wavefronts", "error"}
+
+
+class TraceError(ValueError):
+    """A malformed trace record; the message starts with ``line N:``."""
+
+
+@dataclass
+class Record:
+    line: int
+    raw: dict
+    ins: Instr | None          # None when the instruction text itself is refused
+    parse_error: str | None
+
+    @property
+    def expect(self) -> dict:
+        return self.raw.get("expect", {})
+
+    @property
+    def form(self) -> str:
+        return self.ins.form if self.ins else self.raw["instr"].split()[0].rstrip(";")
+
+
+def _hex(line: int, key: str, v) -> bytes:
+    if not isinstance(v, str):
+        raise TraceError(f"line {line}: {key} must be a hex string")
+    try:
+        return bytes.fromhex(v)
+    except ValueError:
+        raise TraceError(f"line {line}: {key} is not a valid hex string") from None
+
+
+def _int(line: int, key: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TraceError(f"line {line}: {key} must be an integer, not {type(v).__name__}")
+    return v
+
+
+def _validate(line: int, r) -> None:
+    if not isinstance(r, dict):
+        raise TraceError(f"line {line}: a record must be a JSON object")
+    if not isinstance(r.get("instr"), str):
+        raise TraceError(f"line {line}: missing 'instr' (the PTX instruction text)")
+    if "target" in r and not isinstance(r["target"], str):
+        raise TraceError(f"line {line}: target must be a string such as 'sm_100a'")
+    for k in ("smem", "gmem", "tmem"):
+        if k in r:
+            _hex(line, k, r[k])
+    for k in ("gmem_base", "stride", "taddr", "warp", "split"):
+        if k in r:
+            _int(line, k, r[k])
+    if "addr" in r:
+        a = r["addr"]
+        if isinstance(a, list):
+            if len(a) != 32 or not all(isinstance(x, int) and not isinstance(x, bool) for x in a):
+                raise TraceError(f"line {line}: addr must be 32 integers (one per thread) or one integer")
+        else:
+            _int(line, "addr", a)
+    if "regs" in r:
+        _regs(line, "regs", r["regs"])
+    e = r.get("expect")
+    if e is None:
+        raise TraceError(f"line {line}: missing 'expect'")
+    if not isinstance(e, dict):
+        raise TraceError(f"line {line}: expect must be an object")
+    unknown = set(e) - _EXPECT_KEYS
+    if unknown:
+        raise TraceError(f"line {line}: unknown expect key(s) {', '.join(sorted(unknown))}")
+    if "regs" in e:
+        _regs(line, "expect.regs", e["regs"])
+    if "redval" in e and (not isinstance(e["redval"], list) or len(e["redval"]) != 32):
+        raise TraceError(f"line {line}: expect.redval must be 32 integers")
+    if "smem" in e:
+        _hex(line, "expect.smem", e["smem"])
+    if "wavefronts" in e:
+        _int(line, "expect.wavefronts", e["wavefronts"])
+    if "error" in e and not isinstance(e["error"], str):
+        raise TraceError(f"line {line}: expect.error must be a string")
+
+
+def _regs(line: int, key: str, v) -> None:
+    if (not isinstance(v, list) or len(v) != 32
+            or not all(isinstance(x, list) and all(isinstance(w, int) and 0 <= w < 1 << 32 for w in x)
+                       for x in v)):
+        raise TraceError(f"line {line}: {key} must be 32 lists of 32-bit words")
+
+
+def read(lines: Iterable[str]) -> Iterator[Record]:
+    """Records of a trace; blank lines are skipped, malformed ones raise TraceError."""
+    for n, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise TraceError(f"line {n}: not valid JSON ({e.msg} at column {e.colno})") from None
+        _validate(n, raw)
+        try:
+            ins, err = ptx.parse(raw["instr"], raw.get("target", "sm_100a")), None
+        except ptx.PtxError as e:
+            ins, err = None, str(e)
+        yield Record(n, raw, ins, err)
+
+
+def load(path) -> list[Record]:
+    with open(path) as f:
+        return list(read(f))
+
+
+# --------------------------------------------------------------------------------------
+# Backends
+# --------------------------------------------------------------------------------------
+
+class ModelBackend:
+    """Runs records through the numpy model."""
+
+    name = "model"
+
+    def __init__(self, policy: str = "h200"):
+        if policy not in model.POLICIES:
+            raise ValueError(f"unknown policy {policy!r}")
+        self.policy = policy
+
+    def execute(self, rec: Record) -> dict:
+        r, ins = rec.raw, rec.ins
+        smem = np.frombuffer(bytes.fromhex(r.get("smem", "")), dtype=np.uint8)
+        need = {"ldmatrix": ("addr",), "stmatrix": ("addr", "regs"), "wmma.load": ("addr",),
+                "tcgen05.ld": ("taddr", "warp")}[ins.op]
+        for k in need:
+            if k not in r:
+                raise TraceError(f"line {rec.line}: {ins.op} needs '{k}'")
+        if ins.op in ("ldmatrix", "stmatrix") and not isinstance(r["addr"], list):
+            raise TraceError(f"line {rec.line}: {ins.op} needs 32 row addresses in 'addr'")
+        if ins.op == "ldmatrix":
+            return {"regs": model.ldmatrix(ins, smem, r["addr"]).tolist(),
+                    "wavefronts": model.wavefronts(ins, r["addr"], self.policy)}
+        if ins.op == "stmatrix":
+            out = model.stmatrix(ins, smem, r["addr"], r["regs"])
+            return {"smem": out.tobytes().hex(),
+                    "wavefronts": model.wavefronts(ins, r["addr"], self.policy)}
+        if ins.op == "wmma.load":
+            if isinstance(r["addr"], list):
+                raise TraceError(f"line {rec.line}: wmma.load takes one matrix address in 'addr'")
+            mem = model.Memory(shared=smem, global_=bytes.fromhex(r.get("gmem", "")),
+                               global_base=r.get("gmem_base", 0))
+            return {"regs": model.wmma_load(ins, mem, r["addr"], r.get("stride")).tolist()}
+        regs, red = model.tcgen05_ld(ins, bytes.fromhex(r.get("tmem", "")), r["taddr"], r["warp"],
+                                     r.get("split"))
+        out = {"regs": regs.tolist()}
+        if red is not None:
+            out["redval"] = red.tolist()
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# Checking
+# --------------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    record: Record
+    produced: dict                  # what the backend produced (or {"error": message})
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def _first_diff(want, got, what: str) -> str:
+    for t, (a, b) in enumerate(zip(want, got)):
+        if a != b:
+            return f"{what}: thread {t} expected {[hex(x) for x in a]}, got {[hex(x) for x in b]}"
+    return f"{what}: expected {len(want)} threads, got {len(got)}"
+
+
+def check(rec: Record, produced: dict) -> list[str]:
+    """What differs between the record's expectations and what was produced."""
+    e, f = rec.expect, []
+    if "error" in produced:
+        if "error" not in e:
+            f.append(f"refused: {produced['error']}")
+        elif e["error"] not in produced["error"]:
+            f.append(f"refused with {produced['error']!r}, expected a message containing {e['error']!r}")
+        return f
+    if "error" in e:
+        return [f"accepted, but expected a refusal containing {e['error']!r}"]
+    if "regs" in e and e["regs"] != produced.get("regs"):
+        f.append(_first_diff(e["regs"], produced.get("regs", []), "regs"))
+    if "redval" in e and e["redval"] != produced.get("redval"):
+        f.append(f"redval: expected {e['redval'][:4]}…, got {str(produced.get('redval'))[:60]}")
+    if "smem" in e and e["smem"] != produced.get("smem"):
+        want, got = bytes.fromhex(e["smem"]), bytes.fromhex(produced.get("smem", ""))
+        i = next((k for k, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+        f.append(f"smem: first difference at byte 0x{i:x}")
+    if "wavefronts" in e and e["wavefronts"] != produced.get("wavefronts"):
+        f.append(f"wavefronts: expected {e['wavefronts']}, got {produced.get('wavefronts')}")
+    return f
+
+
+def run(records: Iterable[Record], backend) -> Iterator[Outcome]:
+    """Execute every record and compare; refusals become ``{"error": message}``."""
+    for rec in records:
+        if rec.ins is None:
+            produced = {"error": rec.parse_error}
+        else:
+            try:
+                produced = backend.execute(rec)
+            except TraceError:
+                raise
+            except ValueError as exc:  # PtxError, ModelError and the backend's own refusals
+                produced = {"error": str(exc)}
+        yield Outcome(rec, produced, check(rec, produced))
+
+
+def emitted(o: Outcome) -> dict:
+    """The record with ``expect`` replaced by what was produced (same format)."""
+    raw = dict(o.record.raw)
+    raw["expect"] = o.produced
+    return raw
+
+
+def summarize(outcomes: Iterable[Outcome]) -> "OrderedDict[str, list[int]]":
+    table: OrderedDict[str, list[int]] = OrderedDict()
+    for o in outcomes:
+        row = table.setdefault(o.record.form, [0, 0])
+        row[0 if o.passed else 1] += 1
+    return table
+
+
+def format_table(table, title: str = "form") -> str:
+    w = max([len(title)] + [len(k) for k in table])
+    lines = [f"{title:<{w}}  passed  failed", f"{'-' * w}  ------  ------"]
+    for k in sorted(table):
+        p, f = table[k]
+        lines.append(f"{k:<{w}}  {p:>6}  {f:>6}")
+    tp, tf = sum(v[0] for v in table.values()), sum(v[1] for v in table.values())
+    lines.append(f"{'-' * w}  ------  ------")
+    lines.append(f"{'total (' + str(len(table)) + ' forms)':<{w}}  {tp:>6}  {tf:>6}")
+    return "\n".join(lines)
+
+
+Runner = Callable[[Iterable[Record]], Iterator[Outcome]]
