@@ -227,6 +227,14 @@ _WMMA_MIN_ARCH = {"f16": 70, "f32": 70, "s8": 72, "u8": 72, "s32": 72, "s4": 75,
                   "b1": 75, "bf16": 80, "tf32": 80, "f64": 80}
 
 
+def wmma_types(frag: str, shape: str) -> frozenset[str]:
+    """Element types the texts list for fragment ``frag`` of ``shape``."""
+    for shapes, (ab, c) in _WMMA_TYPES.items():
+        if shape in shapes:
+            return frozenset(c if frag == "c" else ab)
+    raise KeyError(shape)
+
+
 def wmma_nregs(frag: str, shape: str, type_: str) -> int:
     """Registers of a wmma fragment: elements per thread × width / 32 (f64 counts 64-bit
     registers); .f16 a/b fragments always have eight registers."""
@@ -484,12 +492,10 @@ def _wmma(op: str, quals: list[str], operands, tgt: Target) -> Instr:
     if type_ is None:
         raise PtxError(f"{name}: the element type qualifier is missing")
     q.done()
-    for shapes, (ab, c) in _WMMA_TYPES.items():
-        if shape in shapes:
-            ok = c if frag == "c" else ab
-            if type_ not in ok:
-                raise PtxError(f"{name}: type .{type_} is not allowed with .{shape} "
-                               f"(allowed: {', '.join('.' + t for t in sorted(ok))})")
+    ok = wmma_types(frag, shape)
+    if type_ not in ok:
+        raise PtxError(f"{name}: type .{type_} is not allowed with .{shape} "
+                       f"(allowed: {', '.join('.' + t for t in sorted(ok))})")
     if type_ in ("s4", "u4", "b1"):
         need = "row" if frag == "a" else "col"
         if layout != need:

@@ -1,0 +1,261 @@
+"""Generate legal and illegal instruction texts and ask NVIDIA's assembler about them.
+
+Used by tb/test_ptxas.py: every text is judged by ``ptx.parse`` and by ``ptxas`` (from the
+PyPI package nvidia-cuda-nvcc); the verdicts must agree except on the documented list of
+forms the assembler accepts although the PTX texts do not list them (:func:`ptxas_extra`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+__all__ = ["TARGETS", "generate", "ptxas_path", "ptxas_verdicts", "ptxas_extra"]
+
+TARGETS = ("sm_90a", "sm_100a", "sm_103a", "sm_120a")
+
+
+def _vec(n: int, f64: bool = False) -> str:
+    p = "%fd" if f64 else "%r"
+    return "{" + ", ".join(f"{p}{i}" for i in range(n)) + "}"
+
+
+def _shuffle_middle(rng: random.Random, quals: list[str]) -> list[str]:
+    """Qualifiers in another order (the assembler reads them in any order), keeping the
+    destination/source format pair in place."""
+    q = list(quals)
+    fixed = [x for x in q if x in ("b8x16",) or x.startswith(("b6x16", "b4x16"))]
+    rest = [x for x in q if x not in fixed]
+    rng.shuffle(rest)
+    return rest + fixed
+
+
+def _ldst(rng: random.Random) -> list[str]:
+    out = []
+    for op in ("ldmatrix", "stmatrix"):
+        shapes = ["m8n8", "m16n16", "m8n16", "m16n8"]
+        nums = ["x1", "x2", "x4", "x8", "x16"]
+        types = [["b16"], ["b8"], ["b8x16", "b6x16_p32"], ["b8x16", "b4x16_p64"],
+                 ["b6x16_p32", "b8x16"], ["b32"], []]
+        spaces = [[], ["shared"], ["shared::cta"], ["global"], ["shared::cluster"]]
+        for shape, num, trans, ty, sp in itertools.product(shapes, nums, (0, 1), types, spaces):
+            n = int(num[1:])
+            natural = {"m16n16": 2 * n}.get(shape, n) if op == "ldmatrix" else n
+            for nregs in {natural, natural + 1, max(1, natural - 1)}:
+                if rng.random() > (0.9 if nregs == natural else 0.15):
+                    continue
+                quals = ["sync", "aligned", shape, num] + ["trans"] * trans + sp + ty
+                if rng.random() < 0.1:
+                    quals = _shuffle_middle(rng, quals)
+                if rng.random() < 0.02:
+                    quals = [q for q in quals if q != rng.choice(["sync", "aligned"])]
+                head = ".".join([op] + quals)
+                if op == "ldmatrix":
+                    out.append(f"{head} {_vec(nregs)}, [%rd0];")
+                else:
+                    out.append(f"{head} [%rd0], {_vec(nregs)};")
+    return out
+
+
+_WMMA_SHAPES = ["m16n16k16", "m8n32k16", "m32n8k16", "m16n16k8", "m8n8k4", "m8n8k32", "m8n8k128",
+                "m16n8k16"]
+_WMMA_TYPES = ["f16", "bf16", "tf32", "f64", "s8", "u8", "s4", "u4", "b1", "f32", "s32"]
+
+
+def _wmma(rng: random.Random) -> list[str]:
+    from tensorlsu.sim import ptx  # register counts of legal forms come from the texts' tables
+    out = []
+    for frag, layout, shape, ty, sp in itertools.product(
+            "abc", ("row", "col"), _WMMA_SHAPES, _WMMA_TYPES,
+            ([], ["global"], ["shared"], ["shared::cta"], ["local"])):
+        try:
+            natural = ptx.wmma_nregs(frag, shape, ty)
+        except KeyError:
+            natural = 4
+        if rng.random() > 0.45:
+            continue
+        nregs = natural if rng.random() < 0.85 else natural + rng.choice((1, -1) if natural > 1 else (1,))
+        quals = ["sync", "aligned", layout, shape] + sp + [ty]
+        if rng.random() < 0.1:
+            quals = _shuffle_middle(rng, quals)
+        stride = rng.choice(["", "", ", 64", ", %r300"])
+        out.append(f"wmma.load.{frag}.{'.'.join(quals)} {_vec(nregs, ty == 'f64')}, [%rd0]{stride};")
+    return out
+
+
+_TC_SHAPES = ["16x64b", "16x128b", "16x256b", "32x32b", "16x32bx2", "16x32b"]
+_TC_NUMS = ["x1", "x2", "x4", "x8", "x16", "x32", "x64", "x128", "x3"]
+
+
+def _tcgen05(rng: random.Random) -> list[str]:
+    out = []
+    per = {"16x64b": 1, "16x128b": 2, "16x256b": 4, "32x32b": 1, "16x32bx2": 1, "16x32b": 1}
+    reds = [None, ("min", "f32"), ("max", "f32"), ("min", "u32"), ("max", "s32"), ("min", "b32"),
+            ("add", "f32")]
+    for shape, num, pack, red in itertools.product(_TC_SHAPES, _TC_NUMS, (0, 1), reds):
+        n = int(num[1:])
+        natural = per[shape] * n
+        for variant in range(3):
+            if rng.random() > 0.5:
+                continue
+            nregs = natural if variant else rng.choice([natural + 1, max(1, natural // 2)])
+            quals = ["sync", "aligned", shape, num] + ["pack::16b"] * pack
+            head = "tcgen05.ld"
+            if red:
+                head += ".red"
+                quals += [red[0]]
+                if red[1] == "f32" or rng.random() < 0.2:
+                    quals += ["abs"] * (rng.random() < 0.4) + ["NaN"] * (rng.random() < 0.4)
+                quals += [red[1]]
+            else:
+                quals += ["b32"] if rng.random() < 0.95 else ["f32"]
+            if rng.random() < 0.1:
+                quals = _shuffle_middle(rng, quals)
+            redval = ", %r301" if red else ""
+            split = shape == "16x32bx2"
+            if rng.random() < 0.1:
+                split = not split
+            tail = f", {rng.choice([0, 2, 16, 64])}" if split else ""
+            regs = _vec(min(nregs, 256))
+            out.append(f"{head}.{'.'.join(quals)} {regs}{redval}, [%r300]{tail};")
+    return out
+
+
+def _listed(rng: random.Random) -> list[str]:
+    """Every form the texts list, each state space, some in another qualifier order."""
+    from tensorlsu.sim import ptx
+    out = []
+    ld = [("m8n8", n, t, ["b16"]) for n in ("x1", "x2", "x4") for t in (0, 1)]
+    ld += [("m16n16", n, 1, ty) for n in ("x1", "x2")
+           for ty in (["b8"], ["b8x16", "b6x16_p32"], ["b8x16", "b4x16_p64"])]
+    ld += [("m8n16", n, 0, ["b8x16", f]) for n in ("x1", "x2", "x4") for f in ("b6x16_p32", "b4x16_p64")]
+    st = [("m8n8", n, t, ["b16"]) for n in ("x1", "x2", "x4") for t in (0, 1)]
+    st += [("m16n8", n, 1, ["b8"]) for n in ("x1", "x2", "x4")]
+    for op, forms in (("ldmatrix", ld), ("stmatrix", st)):
+        for shape, num, trans, ty in forms:
+            for sp in ([], ["shared"], ["shared::cta"]):
+                quals = ["sync", "aligned", shape, num] + ["trans"] * trans + sp + ty
+                for order in range(2):
+                    q = _shuffle_middle(rng, quals) if order else quals
+                    n = {"m16n16": 2}.get(shape, 1) * int(num[1:])
+                    head = ".".join([op] + q)
+                    out.append(f"{head} {_vec(n)}, [%rd0];" if op == "ldmatrix"
+                               else f"{head} [%rd0], {_vec(n)};")
+    for frag, layout, shape in itertools.product("abc", ("row", "col"), ptx.WMMA_SHAPES):
+        for ty in sorted(ptx.wmma_types(frag, shape)):
+            for sp in ([], ["global"], ["shared"], ["shared::cta"]):
+                q = ["sync", "aligned", layout, shape] + sp + [ty]
+                if rng.random() < 0.3:
+                    q = _shuffle_middle(rng, q)
+                n = ptx.wmma_nregs(frag, shape, ty)
+                stride = rng.choice(["", ", 128", ", %r300"])
+                out.append(f"wmma.load.{frag}.{'.'.join(q)} {_vec(n, ty == 'f64')}, [%rd0]{stride};")
+    for shape, per in ptx.TCGEN05_REGS_PER_X1.items():
+        for num in _TC_NUMS[:-1]:
+            n = per * int(num[1:])
+            if n > 128:
+                continue
+            tail = ", 32" if shape == "16x32bx2" else ""
+            for pack in (0, 1):
+                q = ["sync", "aligned", shape, num] + ["pack::16b"] * pack + ["b32"]
+                out.append(f"tcgen05.ld.{'.'.join(q)} {_vec(n)}, [%r300]{tail};")
+            if shape in ("32x32b", "16x32bx2") and n >= 2:
+                for op, ty, mods in (("min", "f32", ["abs"]), ("max", "f32", ["NaN"]),
+                                     ("max", "f32", ["abs", "NaN"]), ("min", "u32", []),
+                                     ("max", "s32", [])):
+                    q = ["sync", "aligned", shape, num, op] + mods + [ty]
+                    out.append(f"tcgen05.ld.red.{'.'.join(q)} {_vec(n)}, %r301, [%r300]{tail};")
+    return out
+
+
+def generate(seed: int = 2026) -> list[str]:
+    """Instruction texts across the four families (legal and illegal mixed)."""
+    rng = random.Random(seed)
+    texts = _listed(rng) + _ldst(rng) + _wmma(rng) + _tcgen05(rng)
+    return list(dict.fromkeys(texts))
+
+
+# --------------------------------------------------------------------------------------
+# The assembler
+# --------------------------------------------------------------------------------------
+
+def ptxas_path() -> Path | None:
+    try:
+        import nvidia  # namespace package of the CUDA wheels
+    except ImportError:
+        return None
+    for root in getattr(nvidia, "__path__", []):
+        for p in sorted(Path(root).glob("cu*/bin/ptxas")):
+            return p
+    return None
+
+
+_HEADER = """.version 9.0
+.target {target}
+.address_size 64
+.visible .entry k()
+{{
+.reg .b32 %r<400>;
+.reg .b64 %rd<4>;
+.reg .f64 %fd<4>;
+"""
+_LINE_RE = re.compile(r", line (\d+); error")
+_FATAL_RE = re.compile(r", line (\d+); fatal")
+
+
+def ptxas_verdicts(texts: list[str], target: str, ptxas: Path, chunk: int = 4000) -> list[bool]:
+    """Whether ptxas accepts each text for ``target`` (one kernel, one instruction per line).
+
+    A last, deliberately illegal line proves the assembler read the whole file. A syntax
+    error is fatal to the assembler: that line is refused and the rest goes again.
+    """
+    verdicts: list[bool] = []
+    start = 0
+    while start < len(texts):
+        part = texts[start:start + chunk]
+        head = _HEADER.format(target=target)
+        first = head.count("\n") + 1
+        body = head + "\n".join(part) + "\nnot_an_instruction.x %r0;\nret;\n}\n"
+        with tempfile.TemporaryDirectory() as d:
+            src = Path(d) / "gen.ptx"
+            src.write_text(body)
+            res = subprocess.run([str(ptxas), f"-arch={target}", str(src), "-o", str(Path(d) / "o")],
+                                 capture_output=True, text=True, timeout=600)
+        bad = {int(m.group(1)) for m in _LINE_RE.finditer(res.stderr)}
+        fatal = _FATAL_RE.search(res.stderr)
+        if fatal:
+            stop = int(fatal.group(1)) - first  # index of the line the parser died on
+            if not 0 <= stop < len(part):
+                raise RuntimeError(f"ptxas failed outside the generated lines:\n{res.stderr[-2000:]}")
+            verdicts += [(first + i) not in bad for i in range(stop)] + [False]
+            start += stop + 1
+            continue
+        if first + len(part) not in bad:
+            raise RuntimeError(f"ptxas stopped before the end of the file:\n{res.stderr[-2000:]}")
+        verdicts += [(first + i) not in bad for i in range(len(part))]
+        start += len(part)
+    return verdicts
+
+
+# --------------------------------------------------------------------------------------
+# Where the assembler is more permissive than the texts (docs/ptxas.md)
+# --------------------------------------------------------------------------------------
+
+def ptxas_extra(text: str) -> str | None:
+    """Why ptxas may accept ``text`` although the PTX texts forbid it, or None."""
+    head = text.split()[0]
+    q = head.split(".")
+    if head.startswith(("ldmatrix", "stmatrix")) and any(x in q for x in ("x8", "x16")):
+        return ".num beyond .x4 (the texts list .x1, .x2, .x4)"
+    if head.startswith("wmma.load."):
+        from tensorlsu.sim import ptx
+        shape = next((x for x in q if x in ptx.WMMA_SHAPES), None)
+        type_ = next((x for x in q if x in ptx.WMMA_BITS), None)
+        if shape and type_ and q[2] in "abc" and type_ not in ptx.wmma_types(q[2], shape):
+            return (f"wmma.load type .{type_} with .{shape}: a combination the texts do not list "
+                    "(the assembler checks the register count, not the type table)")
+    return None
