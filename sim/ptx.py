@@ -331,11 +331,24 @@ def parse(text: str, target: str | Target = "sm_100a") -> Instr:
     return fn(opc, quals, operands, tgt)
 
 
+#: Every qualifier any of the four instructions (or a near miss of them) is known to take;
+#: anything else is reported as illegal before missing qualifiers are.
+_VOCAB = ({"sync", "aligned", "trans", "red", "abs", "NaN", "pack::16b", "a", "b", "c", "d",
+           "row", "col", "min", "max", "add", "shared", "shared::cta", "shared::cluster", "global",
+           "local", "const", "param", "m8n8", "m16n16", "m8n16", "m16n8", "m8n32", "m16n8k16",
+           "m16n8k8", "m16n8k32", "m8n8k16", "16x32b", "32x32bx2", "b16", "b8", "b32", "b64",
+           "b8x16", "b6x16_p32", "b4x16_p64", "f16", "u8", "s8", "e4m3", "e5m2"}
+          | set(_NUM) | set(WMMA_SHAPES) | set(WMMA_BITS) | set(TCGEN05_REGS_PER_X1) | {"u32"})
+
+
 class _Quals:
     """Qualifiers of one instruction, taken by category so each may appear once."""
 
     def __init__(self, op: str, quals: list[str]):
         self.op, self.left = op, list(quals)
+        unknown = [q for q in quals if q not in _VOCAB]
+        if unknown:
+            raise PtxError(f"{op}: illegal qualifier .{unknown[0]}")
 
     def take(self, what: str, allowed, *, many=False):
         found = [q for q in self.left if q in allowed]
