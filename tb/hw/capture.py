@@ -153,22 +153,27 @@ __global__ void {k}(const uint8_t* img, int n, long long off, int stride, const 
             cons = ", ".join(f'"r"(acc + {i})' for i in range(nregs))
             body = f'asm volatile("{instr} [%0], {{{ins}}};" :: "r"(a), {cons} : "memory");'
         else:
+            # The address depends on the previous results through a run-time zero mask, so
+            # the assembler can neither hoist nor merge the loads; 8 stay in flight per warp.
             outs = ", ".join(f"%{i}" for i in range(nregs))
             cons = ", ".join(f'"=r"(r[{i}])' for i in range(nregs))
-            body = (f'asm volatile("{instr} {{{outs}}}, [%{nregs}];" : {cons} : "r"(a));'
-                    f" for (int j = 0; j < {nregs}; ++j) acc ^= r[j];")
+            body = (f"uint32_t au = a + ((acc >> u) & mask); "
+                    f'asm volatile("{instr} {{{outs}}}, [%{nregs}];" : {cons} : "r"(au));'
+                    f" for (int j = 0; j < {nregs}; ++j) x ^= r[j];")
         self.kernels.append(f"""
-__global__ void {k}(const long long* addr, int iters, long long* cyc, uint32_t* sink) {{
+__global__ void {k}(const long long* addr, int iters, long long* cyc, uint32_t* sink, uint32_t mask) {{
   extern __shared__ __align__(1024) uint8_t sm[];
   int lane = threadIdx.x % 32;
   uint32_t a = (uint32_t)__cvta_generic_to_shared(sm + addr[lane]);
   uint32_t acc = threadIdx.x, r[{nregs}];
-  (void)r;
+  (void)r; (void)mask;
   __syncthreads();
   long long t0 = clock64();
   for (int i = 0; i < iters; ++i) {{
+    uint32_t x = 0;
 #pragma unroll
     for (int u = 0; u < 8; ++u) {{ {body} }}
+    acc ^= x;
   }}
   __syncthreads();
   long long t1 = clock64();
@@ -308,6 +313,7 @@ def main(argv=None) -> int:
     p.add_argument("--arch", help="build target, e.g. sm_90a (default: the GPU's)")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--build-only", action="store_true", help="generate and compile, do not run")
+    p.add_argument("--build-dir", default=str(HERE / "build"), help="where forms.cu and the program go")
     args = p.parse_args(argv)
     if args.arch:
         gpu, arch = "unknown", args.arch
@@ -315,8 +321,8 @@ def main(argv=None) -> int:
         gpu, arch = gpu_arch()
     major = int(arch[3:-1]) // 10
     g = build_forms(major)
-    build = HERE / "build"
-    build.mkdir(exist_ok=True)
+    build = Path(args.build_dir)
+    build.mkdir(parents=True, exist_ok=True)
     src = build / "forms.cu"
     write_source(g, src, args.seed, arch, gpu)
     exe = build / "capture"

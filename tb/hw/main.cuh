@@ -144,7 +144,7 @@ static void run_tp(K kernel, const char* instr, int rows, int store, int pattern
     CK(cudaMalloc(&d_sink, warps * kLanes * 4));
     double best = 1e30;
     for (int rep = 0; rep < 4; ++rep) {
-      kernel<<<1, warps * kLanes, smem>>>(d_addr, iters, d_cyc, d_sink);
+      kernel<<<1, warps * kLanes, smem>>>(d_addr, iters, d_cyc, d_sink, 0u);
       CK(cudaGetLastError());
       auto cyc = host(d_cyc, 1);
       if (rep) best = std::min(best, (double)cyc[0] / (warps * iters * unroll));
