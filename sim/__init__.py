@@ -1,0 +1,1 @@
+"""tensorlsu.sim: PTX front end, fragment layouts, numpy reference model and trace replay."""

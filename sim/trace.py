@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from . import model, ptx
 from .ptx import Instr
 
 __all__ = ["TraceError", "Record", "read", "load", "ModelBackend", "Outcome", "run", "check",
-           "summarize", "format_table"]
+           "summarize", "format_table", "emitted"]
 
 _EXPECT_KEYS = {"regs", "redval", "smem", "wavefronts", "error"}
 
@@ -261,5 +261,3 @@ def format_table(table, title: str = "form") -> str:
     lines.append(f"{'total (' + str(len(table)) + ' forms)':<{w}}  {tp:>6}  {tf:>6}")
     return "\n".join(lines)
 
-
-Runner = Callable[[Iterable[Record]], Iterator[Outcome]]

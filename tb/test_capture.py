@@ -50,7 +50,7 @@ def test_packed_policy_is_a_lower_bound_on_the_measurements():
             assert o.produced["wavefronts"] <= o.record.expect["wavefronts"]
 
 
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a", "sm_103a"])
 def test_harness_compiles(tmp_path, arch):
     ptxas = ptxgen.ptxas_path()
     assert ptxas is not None
@@ -60,7 +60,8 @@ def test_harness_compiles(tmp_path, arch):
                        env={"NVCC": str(nvcc), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     src = (tmp_path / "forms.cu").read_text()
-    if arch == "sm_100a":  # the sm_100-family forms are generated only for such GPUs
+    assert ("tcgen05.ld.red" in src) == (arch == "sm_103a")
+    if arch != "sm_90a":  # the sm_100-family forms are generated only for such GPUs
         for needle in ("m16n16.x2.trans.shared.b8x16.b4x16_p64", "m8n16.x4.shared.b8x16.b6x16_p32",
                        "stmatrix.sync.aligned.m16n8.x4.trans", "tcgen05.ld.sync.aligned.16x256b.x32"):
             assert needle in src

@@ -98,10 +98,7 @@ def test_ldmatrix_m16n16_trans_matches_cute(num, fmt):
 def test_ldmatrix_m8n16_matches_cute(num, fmt):
     ins = ptx.parse(f"ldmatrix.sync.aligned.m8n16.x{num}.shared.b8x16.{fmt}", "sm_100a")
     src, (dshape, dstride) = LDSM_N_DECOMP[num]
-    inv = {}
-    for t in range(32):
-        for v in range(128):
-            inv.setdefault(cute(src[0], src[1], t, v), (t, v))
+    inv = _row_of_bit(src, 1024 * num)
     T = layouts.row_table(ins)
     for t in range(32):
         for r in range(num):
@@ -115,10 +112,7 @@ def test_ldmatrix_m8n16_matches_cute(num, fmt):
 def test_stmatrix_m16n8_matches_cute(num):
     ins = ptx.parse(f"stmatrix.sync.aligned.m16n8.x{num}.trans.shared.b8", "sm_100a")
     (sshape, sstride), dst = STSM_T[num]
-    inv = {}
-    for t in range(32):
-        for v in range(128):
-            inv.setdefault(cute(dst[0], dst[1], t, v), (t, v))
+    inv = _row_of_bit(dst, 1024 * num)
     T = layouts.row_table(ins)
     for t in range(32):
         for r in range(num):

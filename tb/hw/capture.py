@@ -52,6 +52,13 @@ def wmma_regs(frag, shape, ty):
     return max(1, rows * cols * BITS[ty] // 32 // (64 if ty == "f64" else 32))
 
 
+def _row_address(space: str, writable: bool) -> tuple[str, str]:
+    """Kernel code computing thread t's row address, and its asm constraint."""
+    if space == "shared":
+        return "uint32_t a = (uint32_t)__cvta_generic_to_shared(sm + addr[t]);", '"r"(a)'
+    return f"{'' if writable else 'const '}uint8_t* a = sm + addr[t];", '"l"(a)'
+
+
 class Gen:
     """Accumulates generated kernels and the host calls that run them."""
 
@@ -68,10 +75,7 @@ class Gen:
         k = self.name()
         outs = ", ".join(f"%{i}" for i in range(nregs))
         cons = ", ".join(f'"=r"(r[{i}])' for i in range(nregs))
-        if space == "shared":
-            addr, ac = "uint32_t a = (uint32_t)__cvta_generic_to_shared(sm + addr[t]);", '"r"(a)'
-        else:
-            addr, ac = "const uint8_t* a = sm + addr[t];", '"l"(a)'
+        addr, ac = _row_address(space, False)
         self.kernels.append(f"""
 __global__ void {k}(const uint8_t* img, int n, const long long* addr, uint32_t* out) {{
   extern __shared__ __align__(1024) uint8_t sm[];
@@ -89,10 +93,7 @@ __global__ void {k}(const uint8_t* img, int n, const long long* addr, uint32_t* 
         k = self.name()
         ins = ", ".join(f"%{i + 1}" for i in range(nregs))
         cons = ", ".join(f'"r"(regs[t * {nregs} + {i}])' for i in range(nregs))
-        if space == "shared":
-            addr, ac = "uint32_t a = (uint32_t)__cvta_generic_to_shared(sm + addr[t]);", '"r"(a)'
-        else:
-            addr, ac = "uint8_t* a = sm + addr[t];", '"l"(a)'
+        addr, ac = _row_address(space, True)
         self.kernels.append(f"""
 __global__ void {k}(const uint8_t* img, int n, const long long* addr, const uint32_t* regs,
                     uint8_t* out) {{
@@ -242,7 +243,9 @@ __global__ void {k}(const uint32_t* img, uint32_t taddr_off, uint32_t* out, uint
                           f'{int(shape == "16x32bx2")}, {split}, {per}, {cases}, rng);')
 
 
-def build_forms(cc_major: int) -> Gen:
+def build_forms(cc: int) -> Gen:
+    """Kernels for a GPU of compute capability ``cc`` (e.g. 90, 100, 103)."""
+    cc_major = cc // 10
     g = Gen()
     for num, trans in itertools.product((1, 2, 4), (False, True)):
         tr = ".trans" if trans else ""
@@ -279,6 +282,12 @@ def build_forms(cc_major: int) -> Gen:
                     continue
                 for pack in (False, True):
                     g.tcgen05(shape, num, pack, None, 8 if shape == "16x32bx2" else 0, 2)
+        if cc in (103, 110):  # tcgen05.ld.red: sm_103 and sm_110 families only
+            for shape, num, red in itertools.product(
+                    ("32x32b", "16x32bx2"), (2, 8, 32),
+                    (("min", "f32", ""), ("max", "f32", ".abs"), ("max", "f32", ".NaN"),
+                     ("min", "f32", ".abs.NaN"), ("min", "u32", ""), ("max", "s32", ""))):
+                g.tcgen05(shape, num, False, red, 8 if shape == "16x32bx2" else 0, 2)
     return g
 
 
@@ -319,8 +328,7 @@ def main(argv=None) -> int:
         gpu, arch = "unknown", args.arch
     else:
         gpu, arch = gpu_arch()
-    major = int(arch[3:-1]) // 10
-    g = build_forms(major)
+    g = build_forms(int(arch[3:].rstrip("af")))
     build = Path(args.build_dir)
     build.mkdir(parents=True, exist_ok=True)
     src = build / "forms.cu"
