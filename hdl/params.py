@@ -1,0 +1,84 @@
+"""Validated parameters of the load/store unit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Params", "POLICIES", "MAX_SMEM_BYTES"]
+
+#: Bank scheduling policies: the H200's (one matrix per wavefront) and a mixing packer.
+POLICIES = ("h200", "packed")
+#: Largest shared memory per SM of the architectures the forms come from (228 KiB).
+MAX_SMEM_BYTES = 228 * 1024
+#: Bytes of one matrix row: every ldmatrix / stmatrix row is 16 bytes.
+ROW_BYTES = 16
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameters of :class:`~tensorlsu.hdl.lsu.LoadStoreUnit`.
+
+    Parameters
+    ----------
+    lanes : int
+        Threads per warp; the PTX forms are defined for 32.
+    banks : int
+        Shared-memory banks (a power of two; ``banks * bank_bytes`` a multiple of 16).
+    bank_bytes : int
+        Width of one bank in bytes (a power of two).
+    smem_bytes : int
+        Shared-memory size in bytes: a multiple of ``banks * bank_bytes``, at most 228 KiB.
+    schedule : str
+        ``"h200"`` or ``"packed"``.
+
+    Raises
+    ------
+    ValueError
+        With a message naming the bad parameter.
+    """
+
+    lanes: int = 32
+    banks: int = 32
+    bank_bytes: int = 4
+    smem_bytes: int = 16 * 1024
+    schedule: str = "h200"
+
+    def __post_init__(self):
+        for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"{name} must be a positive integer, not {v!r}")
+        if self.lanes != 32:
+            raise ValueError(f"lanes must be 32 (the PTX forms are defined for 32-thread warps), "
+                             f"not {self.lanes}")
+        if self.banks & (self.banks - 1):
+            raise ValueError(f"banks must be a power of two, not {self.banks}")
+        if self.bank_bytes & (self.bank_bytes - 1):
+            raise ValueError(f"bank_bytes must be a power of two, not {self.bank_bytes}")
+        if self.line_bytes % ROW_BYTES:
+            raise ValueError(f"banks * bank_bytes must be a multiple of {ROW_BYTES} bytes (one matrix "
+                             f"row), not {self.line_bytes}")
+        if self.smem_bytes % self.line_bytes:
+            raise ValueError(f"smem_bytes must be a multiple of banks * bank_bytes = "
+                             f"{self.line_bytes}, not {self.smem_bytes}")
+        if self.smem_bytes > MAX_SMEM_BYTES:
+            raise ValueError(f"smem_bytes must be at most {MAX_SMEM_BYTES} (228 KiB), "
+                             f"not {self.smem_bytes}")
+        if self.schedule not in POLICIES:
+            raise ValueError(f"schedule must be one of {', '.join(map(repr, POLICIES))}, "
+                             f"not {self.schedule!r}")
+
+    @property
+    def line_bytes(self) -> int:
+        """Bytes all banks deliver in one cycle (128 on the H200)."""
+        return self.banks * self.bank_bytes
+
+    @property
+    def quads(self) -> int:
+        """Groups of banks that hold one 16-byte row."""
+        return self.line_bytes // ROW_BYTES
+
+    @property
+    def lines(self) -> int:
+        """Depth of each bank."""
+        return self.smem_bytes // self.line_bytes
