@@ -3,8 +3,7 @@
 import argparse
 import sys
 
-from amaranth.back import verilog
-
+from .emit import verilog_text
 from .lsu import LoadStoreUnit
 from .params import POLICIES, Params
 
@@ -27,7 +26,7 @@ def main(argv=None) -> int:
         print(f"python -m tensorlsu.hdl: {e}", file=sys.stderr)
         return 2
     dut = LoadStoreUnit(p)
-    text = verilog.convert(dut, name=TOP, emit_src=False)
+    text = verilog_text(dut, TOP)
     with open(args.emit_verilog, "w") as f:
         f.write(text)
     return 0

@@ -13,11 +13,15 @@ __all__ = ["main"]
 
 
 def _replay(args) -> int:
-    if args.backend != "model":
-        print(f"tensorlsu replay: backend {args.backend!r} is not available "
-              "(this build has: model)", file=sys.stderr)
-        return 2
-    backend = trace.ModelBackend(policy=args.policy)
+    if args.backend == "rtl":
+        try:
+            from tensorlsu.hdl.cosim import RtlBackend
+        except ImportError as e:
+            print(f"tensorlsu replay: the rtl backend needs the dev extras ({e})", file=sys.stderr)
+            return 2
+        backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves)
+    else:
+        backend = trace.ModelBackend(policy=args.policy)
     t0 = time.perf_counter()
     try:
         with open(args.trace) as f:
@@ -40,8 +44,9 @@ def _replay(args) -> int:
         print(f"FAIL line {o.record.line} {o.record.form}: {'; '.join(o.failures)}")
     if len(failed) > args.show:
         print(f"… and {len(failed) - args.show} more failures")
+    sim = f", {args.sim} {getattr(backend, 'seconds', 0):.1f} s simulating" if args.backend == "rtl" else ""
     print(f"{len(outcomes)} records, {len(outcomes) - len(failed)} passed, {len(failed)} failed "
-          f"({args.backend}, policy {args.policy}, {dt:.2f} s)")
+          f"({args.backend}, policy {args.policy}, {dt:.2f} s{sim})")
     return 1 if failed else 0
 
 
@@ -55,6 +60,8 @@ def main(argv=None) -> int:
                    help="simulator of the rtl backend")
     r.add_argument("--policy", default="h200", choices=["h200", "packed"],
                    help="bank scheduling policy used for wavefronts")
+    r.add_argument("--waves", action="store_true",
+                   help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
     r.add_argument("--show", type=int, default=20, metavar="N", help="print at most N failures")
     args = p.parse_args(argv)

