@@ -5,7 +5,13 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 TRACE  ?= tb/data/h200_sm90.jsonl
 
-.PHONY: all venv sim test replay capture synth formal bench clean
+SIM    ?= icarus
+POLICY ?= h200
+N      ?= 100000
+SEED   ?= 1
+WAVES  ?=
+
+.PHONY: all venv sim test replay regress verilog capture synth formal bench clean
 
 all: test
 
@@ -17,11 +23,25 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Main job: replay the hardware vectors through the reference model, per-form table.
+# Main job: the RTL regression, then the H200 vectors through the RTL and the model.
+# WAVES=1 writes waveforms (FST on Icarus, VCD on Verilator) into build/.
 sim: $(STAMP)
+	$(PY) tb/regress.py --n 300 --sim $(SIM) --policy $(POLICY) $(if $(WAVES),--waves)
+	$(PY) -m tensorlsu.sim replay $(TRACE) --backend rtl --sim $(SIM) --policy $(POLICY) \
+		--select ldmatrix,stmatrix $(if $(WAVES),--waves)
+	$(PY) -m tensorlsu.sim replay tb/data/h200_capture.jsonl --backend rtl --sim $(SIM) \
+		--policy $(POLICY) --select ldmatrix,stmatrix
 	$(PY) -m tensorlsu.sim replay $(TRACE)
 
-replay: sim
+replay: $(STAMP)
+	$(PY) -m tensorlsu.sim replay $(TRACE)
+
+# Long regression for nightly-scale runs (not in CI): make regress N=100000 SIM=verilator
+regress: $(STAMP)
+	$(PY) tb/regress.py --n $(N) --seed $(SEED) --sim $(SIM) --policy $(POLICY)
+
+verilog: $(STAMP)
+	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY)
 
 test: $(STAMP)
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q

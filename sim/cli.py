@@ -26,6 +26,9 @@ def _replay(args) -> int:
     try:
         with open(args.trace) as f:
             records = list(trace.read(f))
+        if args.select:
+            prefixes = tuple(args.select.split(","))
+            records = [r for r in records if r.raw["instr"].startswith(prefixes)]
         outcomes = list(trace.run(records, backend))
     except OSError as e:
         print(f"tensorlsu replay: {e}", file=sys.stderr)
@@ -60,6 +63,8 @@ def main(argv=None) -> int:
                    help="simulator of the rtl backend")
     r.add_argument("--policy", default="h200", choices=["h200", "packed"],
                    help="bank scheduling policy used for wavefronts")
+    r.add_argument("--select", metavar="PREFIXES",
+                   help="only records whose instruction starts with one of these (comma-separated)")
     r.add_argument("--waves", action="store_true",
                    help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
