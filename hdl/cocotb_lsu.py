@@ -91,9 +91,48 @@ class TB:
             out += (await self.get("dump")).to_bytes(self.lay.line_bytes, "little")
         return bytes(out)
 
+    async def burst(self, instrs: list[dict]) -> dict:
+        """Issue instructions back to back (store data on its own stream) and record, per
+        instruction, the cycle it was accepted and the cycle of its last result beat."""
+        accepted, out = [], []
+
+        async def send_instrs():
+            for ins in instrs:
+                await self.put("instr", self.lay.pack_instr(ins["form"], ins["addr"]))
+                accepted.append(self.cycle)
+
+        async def send_data():
+            for ins in instrs:
+                for beat in ins.get("store", []):
+                    await self.put("store", self.lay.pack_words(beat))
+
+        a, b = cocotb.start_soon(send_instrs()), cocotb.start_soon(send_data())
+        for _ in instrs:
+            beats, err, cycles = [], 0, 0
+            while True:
+                d = self.lay.unpack_result(await self.get("result"))
+                beats.append(d["data"])
+                err, cycles = d["error"], d["cycles"]
+                if d["last"]:
+                    break
+            out.append({"beats": beats, "error": err, "cycles": cycles, "done": self.cycle})
+        await a
+        await b
+        for o, c in zip(out, accepted):
+            o["accepted"] = c
+        return {"burst": out}
+
     async def execute(self, job: dict) -> dict:
         if job.get("reset"):
             await self.reset()
+        if "burst" in job:
+            if job.get("image") is not None:
+                await self.load_image(bytes.fromhex(job["image"]))
+            self.known = False
+            res = await self.burst(job["burst"])
+            if job.get("dump_lines"):
+                res["dump"] = (await self.dump_lines(job["dump_lines"])).hex()
+            return res
         if job.get("image") is not None:
             await self.load_image(bytes.fromhex(job["image"]))
         start = None

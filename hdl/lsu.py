@@ -120,8 +120,9 @@ class LoadStoreUnit(wiring.Component):
         p = self.params
         R, Q, LB = p.lanes, p.quads, self.line_bits
         qbits = max(1, (Q - 1).bit_length())
-        nforms = len(forms.ROW_FORMS)
-        infos = [forms.info(f) for f in range(nforms)]
+        rowbits = qbits + LB            # row index within shared memory
+        infos = [forms.info(f) for f in range(len(forms.ROW_FORMS))]
+        NBUF = 2                        # load row buffers: one fetching, one emitting
 
         # ---- bank quads: one memory of 16-byte words per group of banks ------------------
         rd, wr = [], []
@@ -130,17 +131,14 @@ class LoadStoreUnit(wiring.Component):
             m.submodules[f"quad{q}"] = mem
             rd.append(mem.read_port())
             wr.append(mem.write_port())
+        for q in range(Q):
+            m.d.comb += rd[q].en.eq(0)
 
         # ---- per-form constants of a form id ---------------------------------------------
         def form_consts(fid_sig, prefix):
-            c = {
-                "valid": Signal(name=f"{prefix}_valid"),
-                "load": Signal(name=f"{prefix}_load"),
-                "used": Signal(R, name=f"{prefix}_used"),
-                "nregs": Signal(range(R + 1), name=f"{prefix}_nregs"),
-                "rows16": Signal(name=f"{prefix}_rows16"),
-                "fmt": Signal(2, name=f"{prefix}_fmt"),
-            }
+            c = {k: Signal(shape, name=f"{prefix}_{k}") for k, shape in (
+                ("valid", 1), ("load", 1), ("used", R), ("nregs", range(R + 1)), ("rows16", 1),
+                ("fmt", 2))}
             with m.Switch(fid_sig):
                 for f, inf in enumerate(infos):
                     with m.Case(f):
@@ -150,21 +148,27 @@ class LoadStoreUnit(wiring.Component):
                                      c["fmt"].eq(_FMT[inf.src_fmt])]
             return c
 
+        def beat_rows(inf, r):
+            """Rows register beat r of a form touches (a constant mask)."""
+            return sum(1 << int(x) for x in set(inf.table[:, r, :, 0].flat))
+
         # ---- checks of an incoming instruction -------------------------------------------
         ip = self.instr.payload
         ic = form_consts(ip.form, "in")
-        mis = Signal(R)
-        oor = Signal(R)
+        mis, oor = Signal(R), Signal(R)
         limit = p.smem_bytes - ROW_BYTES
         for i in range(R):
             a = ip.addr[i]
             m.d.comb += [mis[i].eq(ic["used"][i] & (a[:4] != 0)),
                          oor[i].eq(ic["used"][i] & (a > limit))]
-        overlap = Signal()
+        # Overlap is reported only when every row is aligned and in range, so comparing the
+        # row indices suffices.
         pairs = []
         for i in range(R):
             for j in range(i + 1, R):
-                pairs.append(ic["used"][i] & ic["used"][j] & (ip.addr[i] == ip.addr[j]))
+                pairs.append(ic["used"][i] & ic["used"][j] &
+                             (ip.addr[i][4:4 + rowbits] == ip.addr[j][4:4 + rowbits]))
+        overlap = Signal()
         m.d.comb += overlap.eq(Cat(*pairs).any() & ~ic["load"])
         in_err = Signal(Error)
         with m.If(~ic["valid"]):
@@ -176,55 +180,217 @@ class LoadStoreUnit(wiring.Component):
         with m.Elif(overlap):
             m.d.comb += in_err.eq(Error.OVERLAP)
 
-        # ---- the instruction in flight ----------------------------------------------------
-        form = Signal(FORM_BITS)
-        addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R))
-        err = Signal(Error)
-        fc = form_consts(form, "cur")
-        pending = Signal(R)
-        beat = Signal(range(R + 1))
-        cycles = Signal(CYCLE_BITS)
-        served_d = Signal(R)
-        rowbuf = [Signal(_ROW_BITS, name=f"row{i}") for i in range(R)]
+        # ---- A: accepted instruction -----------------------------------------------------
+        a_valid = Signal()
+        a_form = Signal(FORM_BITS)
+        a_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R))
+        a_err = Signal(Error)
+        a_take = Signal()
+        ac = form_consts(a_form, "a")
 
-        quad_of = [addr[i][4:4 + qbits] for i in range(R)]
-        line_of = [addr[i][4 + qbits:4 + qbits + LB] for i in range(R)]
+        # ---- instruction entries, in order: one per row buffer ---------------------------
+        e_valid = Signal(NBUF)
+        e_form = [Signal(FORM_BITS, name=f"e{b}_form") for b in range(NBUF)]
+        e_err = [Signal(Error, name=f"e{b}_err") for b in range(NBUF)]
+        landed = [Signal(R, name=f"e{b}_landed") for b in range(NBUF)]
+        cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
+        wdone = Signal(NBUF)
+        head, tail = Signal(range(NBUF)), Signal(range(NBUF))
+        rowbuf = [[Signal(_ROW_BITS, name=f"b{b}_row{i}") for i in range(R)] for b in range(NBUF)]
+        sbuf = [Signal(_ROW_BITS, name=f"s_row{i}") for i in range(R)]  # stmatrix rows
 
-        # h200: only rows of the lowest matrix with pending rows are eligible.
-        eligible = Signal(R)
+        # ---- F: the instruction the banks serve ------------------------------------------
+        f_valid = Signal()
+        f_buf = Signal(range(NBUF))
+        f_form = Signal(FORM_BITS)
+        f_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R))
+        f_pending = Signal(R)
+        f_recv = Signal(range(R + 1))       # stmatrix beats received
+        f_rmask = Signal(R)                 # stmatrix rows received
+        fc = form_consts(f_form, "f")
+        quad_of = [f_addr[i][4:4 + qbits] for i in range(R)]
+        line_of = [f_addr[i][4 + qbits:4 + qbits + LB] for i in range(R)]
+
         group = Signal(R)
         if p.schedule == "h200":
+            # only rows of the lowest matrix with pending rows share a cycle
             for size, sel in ((8, ~fc["rows16"]), (16, fc["rows16"])):
                 with m.If(sel):
-                    first = True
                     for g in range(R // size):
                         mask = ((1 << size) - 1) << (size * g)
-                        cond = (pending & mask).any()
-                        with (m.If(cond) if first else m.Elif(cond)):
+                        with (m.If if g == 0 else m.Elif)((f_pending & mask).any()):
                             m.d.comb += group.eq(mask)
-                        first = False
         else:
             m.d.comb += group.eq((1 << R) - 1)
-        m.d.comb += eligible.eq(pending & group)
+        f_all_recv = Signal()
+        m.d.comb += f_all_recv.eq(fc["load"] | (f_recv == fc["nregs"]))
+        # stmatrix rows may be written once their beat arrived; a packer that mixes matrices
+        # waits for all of them, so that its cycles stay the busiest quad's row count.
+        store_ok = Signal(R)
+        if p.schedule == "packed":
+            m.d.comb += store_ok.eq(Mux(f_all_recv, f_rmask, 0))
+        else:
+            m.d.comb += store_ok.eq(f_rmask)
+        eligible = Signal(R)
+        m.d.comb += eligible.eq(Mux(f_valid, f_pending & group & Mux(fc["load"], (1 << R) - 1, store_ok), 0))
 
         sched = m.submodules.sched = BankScheduler(rows=R, quads=Q, line_bits=LB)
-        m.d.comb += sched.eligible.eq(0)
+        m.d.comb += sched.eligible.eq(eligible)
         for i in range(R):
             m.d.comb += [sched.quad[i].eq(quad_of[i]), sched.line[i].eq(line_of[i])]
+        served = sched.served
+        any_grant = Signal()
+        m.d.comb += any_grant.eq(Cat(*[sched.grant[q].valid for q in range(Q)]).any())
 
-        # Rows read in the previous cycle land in the row buffer (through the decompressor).
-        dec = [_decompress(m, rd[q].data, fc["fmt"]) for q in range(Q)]
+        f_finish = Signal()
+        m.d.comb += f_finish.eq(f_valid & f_all_recv & ((f_pending & ~served) == 0))
+        f_free = Signal()
+        m.d.comb += f_free.eq(~f_valid | f_finish)
+
+        # loads read, stores write, the granted line of every quad
+        for q in range(Q):
+            g = sched.grant[q]
+            m.d.comb += [rd[q].addr.eq(g.line), wr[q].addr.eq(g.line)]
+            with m.If(fc["load"]):
+                m.d.comb += rd[q].en.eq(g.valid)
+            with m.Else():
+                m.d.comb += wr[q].en.eq(g.valid)
+                with m.Switch(g.row):
+                    for i in range(R):
+                        with m.Case(i):
+                            m.d.comb += wr[q].data.eq(sbuf[i])
+
+        with m.If(f_valid):
+            with m.If(any_grant):
+                with m.Switch(f_buf):
+                    for b in range(NBUF):
+                        with m.Case(b):
+                            m.d.sync += cyc[b].eq(cyc[b] + 1)
+            m.d.sync += f_pending.eq(f_pending & ~served)
+
+        # ---- rows land one cycle after they were read (through the decompressor) ---------
+        land = Signal(R)
+        land_buf = Signal(range(NBUF))
+        land_fmt = Signal(2)
+        land_quad = [Signal(qbits, name=f"land_quad{i}") for i in range(R)]
+        m.d.sync += [land.eq(Mux(f_valid & fc["load"], served, 0)), land_buf.eq(f_buf),
+                     land_fmt.eq(fc["fmt"])]
+        m.d.sync += [land_quad[i].eq(quad_of[i]) for i in range(R)]
+        dec = [_decompress(m, rd[q].data, land_fmt) for q in range(Q)]
         for i in range(R):
-            with m.If(served_d[i]):
-                with m.Switch(quad_of[i]):
-                    for q in range(Q):
-                        with m.Case(q):
-                            m.d.sync += rowbuf[i].eq(dec[q])
-        m.d.sync += served_d.eq(0)
+            row_in = Signal(_ROW_BITS, name=f"row_in{i}")
+            with m.Switch(land_quad[i]):
+                for q in range(Q):
+                    with m.Case(q):
+                        m.d.comb += row_in.eq(dec[q])
+            with m.If(land[i]):
+                with m.Switch(land_buf):
+                    for b in range(NBUF):
+                        with m.Case(b):
+                            m.d.sync += rowbuf[b][i].eq(row_in)
+        with m.Switch(land_buf):
+            for b in range(NBUF):
+                with m.Case(b):
+                    m.d.sync += landed[b].eq(landed[b] | land)
 
-        # Fragment shuffle: result beat ``beat`` of a load form, from the row buffer.
+        # ---- stmatrix data beats into the store rows -------------------------------------
+        # The first beat of the next stmatrix may arrive in the cycle the current one writes
+        # its last rows (it fills other rows, or rows already read): stores run back to back.
+        store_flat = Signal(32 * R)
+        m.d.comb += store_flat.eq(self.store.payload)
+        pre = Signal()
+        m.d.comb += pre.eq(f_finish & a_valid & (a_err == Error.NONE) & ~e_valid.bit_select(tail, 1)
+                           & ac["valid"] & ~ac["load"])
+        m.d.comb += self.store.ready.eq((f_valid & ~fc["load"] & (f_recv != fc["nregs"])) | pre)
+        recv_form = Signal(FORM_BITS)
+        recv_idx = Signal(range(R + 1))
+        recv_rows = Signal(R)
+        m.d.comb += [recv_form.eq(Mux(pre, a_form, f_form)), recv_idx.eq(Mux(pre, 0, f_recv))]
+        store_hs = Signal()
+        m.d.comb += store_hs.eq(self.store.valid & self.store.ready)
+        with m.Switch(recv_form):
+            for f, inf in enumerate(infos):
+                if inf.load:
+                    continue
+                with m.Case(f):
+                    with m.Switch(recv_idx):
+                        for r in range(inf.nregs):
+                            with m.Case(r):
+                                m.d.comb += recv_rows.eq(beat_rows(inf, r))
+                                with m.If(store_hs):
+                                    for t in range(R):
+                                        for b in range(4):
+                                            row, byte = (int(x) for x in inf.table[t, r, b])
+                                            k = 8 * (4 * t + b)
+                                            m.d.sync += sbuf[row][8 * byte:8 * byte + 8].eq(
+                                                store_flat[k:k + 8])
+        with m.If(store_hs & ~pre):
+            m.d.sync += [f_recv.eq(f_recv + 1), f_rmask.eq(f_rmask | recv_rows)]
+        with m.If(f_finish & ~fc["load"]):
+            m.d.sync += wdone.bit_select(f_buf, 1).eq(1)
+
+        # ---- fill and dump: bank-parallel access while nothing is in flight ---------------
+        idle = Signal()
+        d_valid = Signal()
+        m.d.comb += idle.eq(~a_valid & ~f_valid & (e_valid == 0) & ~d_valid)
+        m.d.comb += [self.fill.ready.eq(idle), self.dump_req.ready.eq(idle & ~self.fill.valid)]
+        with m.If(self.fill.valid & self.fill.ready):
+            for q in range(Q):
+                m.d.comb += [wr[q].addr.eq(self.fill.payload.line),
+                             wr[q].data.eq(self.fill.payload.data[_ROW_BITS * q:_ROW_BITS * (q + 1)]),
+                             wr[q].en.eq(1)]
+        with m.Elif(self.dump_req.valid & self.dump_req.ready):
+            for q in range(Q):
+                m.d.comb += [rd[q].addr.eq(self.dump_req.payload), rd[q].en.eq(1)]
+            m.d.sync += d_valid.eq(1)
+        m.d.comb += [self.dump.valid.eq(d_valid), self.dump.payload.eq(Cat(*[rd[q].data for q in range(Q)]))]
+        with m.If(self.dump.valid & self.dump.ready):
+            m.d.sync += d_valid.eq(0)
+
+        # ---- A → entries and F -------------------------------------------------------------
+        slot_free = Signal()
+        m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1))
+        m.d.comb += a_take.eq(a_valid & slot_free & ((a_err != Error.NONE) | f_free))
+        m.d.comb += self.instr.ready.eq((~a_valid | a_take) & ~d_valid
+                                        & ~(idle & (self.fill.valid | self.dump_req.valid)))
+        with m.If(self.instr.valid & self.instr.ready):
+            m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(in_err)]
+        with m.Elif(a_take):
+            m.d.sync += a_valid.eq(0)
+
+        with m.If(f_finish):
+            m.d.sync += f_valid.eq(0)
+        with m.If(a_take):
+            m.d.sync += [e_valid.bit_select(tail, 1).eq(1), tail.eq(tail + 1)]
+            with m.Switch(tail):
+                for b in range(NBUF):
+                    with m.Case(b):
+                        m.d.sync += [e_form[b].eq(a_form), e_err[b].eq(a_err), landed[b].eq(0),
+                                     cyc[b].eq(0), wdone[b].eq(0)]
+            with m.If(a_err == Error.NONE):
+                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form), f_addr.eq(a_addr),
+                             f_pending.eq(ac["used"]), f_recv.eq(store_hs & pre),
+                             f_rmask.eq(Mux(store_hs & pre, recv_rows, 0))]
+
+        # ---- E: result beats of the oldest entry, in order --------------------------------
+        h_form = Signal(FORM_BITS)
+        h_err = Signal(Error)
+        h_landed = Signal(R)
+        h_cyc = Signal(CYCLE_BITS)
+        h_rows = [Signal(_ROW_BITS, name=f"h_row{i}") for i in range(R)]
+        with m.Switch(head):
+            for b in range(NBUF):
+                with m.Case(b):
+                    m.d.comb += [h_form.eq(e_form[b]), h_err.eq(e_err[b]), h_landed.eq(landed[b]),
+                                 h_cyc.eq(cyc[b])]
+                    m.d.comb += [h_rows[i].eq(rowbuf[b][i]) for i in range(R)]
+        hc = form_consts(h_form, "h")
+        h_valid = Signal()
+        m.d.comb += h_valid.eq(e_valid.bit_select(head, 1))
+        beat = Signal(range(R + 1))
+        need = Signal(R)
         shuffled = Signal(32 * R)
-        with m.Switch(form):
+        with m.Switch(h_form):
             for f, inf in enumerate(infos):
                 if not inf.load:
                     continue
@@ -232,125 +398,35 @@ class LoadStoreUnit(wiring.Component):
                     with m.Switch(beat):
                         for r in range(inf.nregs):
                             with m.Case(r):
+                                m.d.comb += need.eq(beat_rows(inf, r))
                                 parts = []
                                 for t in range(R):
                                     for b in range(4):
                                         row, byte = (int(x) for x in inf.table[t, r, b])
-                                        parts.append(rowbuf[row][8 * byte:8 * byte + 8])
+                                        parts.append(h_rows[row][8 * byte:8 * byte + 8])
                                 m.d.comb += shuffled.eq(Cat(*parts))
-
         reported = Signal(CYCLE_BITS)
         if p.schedule == "packed":
-            # a packer still delivers one 128-byte register beat per cycle at most
-            m.d.comb += reported.eq(Mux(cycles < fc["nregs"], fc["nregs"], cycles))
+            # a packer still delivers at most one 128-byte register beat per cycle
+            m.d.comb += reported.eq(Mux(h_cyc < hc["nregs"], hc["nregs"], h_cyc))
         else:
-            m.d.comb += reported.eq(cycles)
+            m.d.comb += reported.eq(h_cyc)
 
-        for q in range(Q):
-            m.d.comb += [rd[q].addr.eq(sched.grant[q].line), rd[q].en.eq(0)]
-
-        store_flat = Signal(32 * R)
-        m.d.comb += store_flat.eq(self.store.payload)
-
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += self.fill.ready.eq(1)
-                m.d.comb += self.dump_req.ready.eq(~self.fill.valid)
-                m.d.comb += self.instr.ready.eq(~self.fill.valid & ~self.dump_req.valid)
-                with m.If(self.fill.valid):
-                    for q in range(Q):
-                        m.d.comb += [wr[q].addr.eq(self.fill.payload.line),
-                                     wr[q].data.eq(self.fill.payload.data[_ROW_BITS * q:_ROW_BITS * (q + 1)]),
-                                     wr[q].en.eq(1)]
-                with m.Elif(self.dump_req.valid):
-                    for q in range(Q):
-                        m.d.comb += [rd[q].addr.eq(self.dump_req.payload), rd[q].en.eq(1)]
-                    m.next = "DUMP"
-                with m.Elif(self.instr.valid):
-                    m.d.sync += [form.eq(ip.form), addr.eq(ip.addr), err.eq(in_err),
-                                 pending.eq(ic["used"]), beat.eq(0), cycles.eq(0)]
-                    with m.If(in_err != Error.NONE):
-                        m.next = "ERROR"
-                    with m.Elif(ic["load"]):
-                        m.next = "FETCH"
-                    with m.Else():
-                        m.next = "RECV"
-
-            with m.State("DUMP"):
-                m.d.comb += [self.dump.valid.eq(1), self.dump.payload.eq(Cat(*[rd[q].data for q in range(Q)]))]
-                with m.If(self.dump.ready):
-                    m.next = "IDLE"
-
-            with m.State("ERROR"):
-                nbeats = Mux(fc["valid"] & fc["load"], fc["nregs"], 1)
-                last = beat == nbeats - 1
-                m.d.comb += [self.result.valid.eq(1), self.result.payload.error.eq(err),
-                             self.result.payload.last.eq(last)]
-                with m.If(self.result.ready):
-                    m.d.sync += beat.eq(beat + 1)
-                    with m.If(last):
-                        m.next = "IDLE"
-
-            with m.State("FETCH"):
-                m.d.comb += sched.eligible.eq(eligible)
-                for q in range(Q):
-                    m.d.comb += rd[q].en.eq(sched.grant[q].valid)
-                m.d.sync += [pending.eq(pending & ~sched.served), served_d.eq(sched.served)]
-                with m.If(sched.served.any()):
-                    m.d.sync += cycles.eq(cycles + 1)
-                with m.If((pending & ~sched.served) == 0):
-                    m.next = "LAND"
-
-            with m.State("LAND"):  # the last rows land in the row buffer
-                m.next = "EMIT"
-
-            with m.State("EMIT"):
-                last = beat == fc["nregs"] - 1
-                m.d.comb += [self.result.valid.eq(1), self.result.payload.data.eq(shuffled),
-                             self.result.payload.last.eq(last), self.result.payload.cycles.eq(reported)]
-                with m.If(self.result.ready):
-                    m.d.sync += beat.eq(beat + 1)
-                    with m.If(last):
-                        m.next = "IDLE"
-
-            with m.State("RECV"):
-                m.d.comb += self.store.ready.eq(1)
-                with m.If(self.store.valid):
-                    with m.Switch(form):
-                        for f, inf in enumerate(infos):
-                            if inf.load:
-                                continue
-                            with m.Case(f):
-                                with m.Switch(beat):
-                                    for r in range(inf.nregs):
-                                        with m.Case(r):
-                                            for t in range(R):
-                                                for b in range(4):
-                                                    row, byte = (int(x) for x in inf.table[t, r, b])
-                                                    k = 8 * (4 * t + b)
-                                                    m.d.sync += rowbuf[row][8 * byte:8 * byte + 8].eq(
-                                                        store_flat[k:k + 8])
-                    m.d.sync += beat.eq(beat + 1)
-                    with m.If(beat == fc["nregs"] - 1):
-                        m.d.sync += beat.eq(0)
-                        m.next = "WRITE"
-
-            with m.State("WRITE"):
-                m.d.comb += sched.eligible.eq(eligible)
-                for q in range(Q):
-                    g = sched.grant[q]
-                    with m.Switch(g.row):
-                        for i in range(R):
-                            with m.Case(i):
-                                m.d.comb += wr[q].data.eq(rowbuf[i])
-                    m.d.comb += [wr[q].addr.eq(g.line), wr[q].en.eq(g.valid)]
-                m.d.sync += [pending.eq(pending & ~sched.served), cycles.eq(cycles + 1)]
-                with m.If((pending & ~sched.served) == 0):
-                    m.next = "DONE"
-
-            with m.State("DONE"):
-                m.d.comb += [self.result.valid.eq(1), self.result.payload.last.eq(1),
-                             self.result.payload.cycles.eq(reported)]
-                with m.If(self.result.ready):
-                    m.next = "IDLE"
+        last = Signal()
+        res = self.result.payload
+        with m.If(h_valid):
+            with m.If(h_err != Error.NONE):
+                nbeats = Mux(hc["valid"] & hc["load"], hc["nregs"], 1)
+                m.d.comb += [self.result.valid.eq(1), res.error.eq(h_err), last.eq(beat == nbeats - 1)]
+            with m.Elif(hc["load"]):
+                m.d.comb += [self.result.valid.eq((h_landed & need) == need), res.data.eq(shuffled),
+                             res.cycles.eq(reported), last.eq(beat == hc["nregs"] - 1)]
+            with m.Else():
+                m.d.comb += [self.result.valid.eq(wdone.bit_select(head, 1)), res.cycles.eq(reported),
+                             last.eq(1)]
+        m.d.comb += res.last.eq(last)
+        with m.If(self.result.valid & self.result.ready):
+            m.d.sync += beat.eq(beat + 1)
+            with m.If(last):
+                m.d.sync += [beat.eq(0), e_valid.bit_select(head, 1).eq(0), head.eq(head + 1)]
         return m

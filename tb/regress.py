@@ -100,11 +100,40 @@ def make_jobs(n: int, seed: int, policy: str, smem_bytes: int):
                 job["store"] = []
         jobs.append(job)
         expect.append(exp)
+    jobs = _bursts(rng, jobs)
     jobs[-1]["dump_lines"] = smem_bytes // 128
     return jobs, expect, mem
 
 
+def _bursts(rng: random.Random, jobs: list[dict]) -> list[dict]:
+    """Group runs of instructions into back-to-back bursts (pipelined in the unit)."""
+    out, k = [], 0
+    while k < len(jobs):
+        n = rng.choice([1, 1, 2, 3, 5, 8])
+        group = jobs[k:k + n]
+        if n == 1 or any(j.get("reset") or "image" in j for j in group[1:]):
+            out.append(jobs[k])
+            k += 1
+            continue
+        burst = {"burst": [{key: j[key] for key in ("form", "addr", "store") if key in j} for j in group]}
+        for key in ("reset", "image"):
+            if key in group[0]:
+                burst[key] = group[0][key]
+        out.append(burst)
+        k += n
+    return out
+
+
+def flatten(results: list[dict]) -> list[dict]:
+    out = []
+    for r in results:
+        out += r["burst"] if "burst" in r else [r]
+    return out
+
+
 def compare(results, expect, final_mem) -> tuple[dict, list[str]]:
+    dump = bytes.fromhex(results[-1].get("dump", ""))
+    results = flatten(results)
     table = collections.OrderedDict()
     fails = []
     for k, (res, exp) in enumerate(zip(results, expect)):
@@ -127,7 +156,6 @@ def compare(results, expect, final_mem) -> tuple[dict, list[str]]:
                 fails.append(f"job {k} {exp['form']}: {res['cycles']} bank cycles, model {exp['cycles']}")
         row = table.setdefault(exp["form"], [0, 0])
         row[0 if ok else 1] += 1
-    dump = bytes.fromhex(results[-1].get("dump", ""))
     if dump != final_mem.tobytes():
         fails.append("final shared-memory image differs from the model")
     return table, fails
