@@ -18,8 +18,10 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import forms
+from .decompress import FORMAT_CODES, Decompressor
 from .params import ROW_BYTES, Params
 from .scheduler import BankScheduler
+from .shuffle import LoadShuffle, beat_rows
 
 __all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS"]
 
@@ -30,7 +32,7 @@ ADDR_BITS = 32
 #: Width of the bank-cycle count reported with each result beat.
 CYCLE_BITS = 8
 _ROW_BITS = 8 * ROW_BYTES
-_FMT = {None: 0, "b6x16_p32": 1, "b4x16_p64": 2}
+_FMT = FORMAT_CODES
 
 
 class Error(enum.Enum, shape=unsigned(3)):
@@ -46,21 +48,6 @@ class Error(enum.Enum, shape=unsigned(3)):
     UNSUPPORTED = 3
     #: Two threads of one stmatrix store the same row (a race the PTX leaves undefined).
     OVERLAP = 4
-
-
-def _decompress(m: Module, row: Signal, fmt: Signal) -> Signal:
-    """The 16 packed elements of a row, one per byte (sim/decompress.py), or the row itself."""
-    out = Signal(_ROW_BITS)
-    b6 = Cat(*[Cat(row[6 * j:6 * j + 6], Const(0, 2)) for j in range(16)])
-    b4 = Cat(*[Cat(row[4 * j:4 * j + 4], Const(0, 4)) for j in range(16)])
-    with m.Switch(fmt):
-        with m.Case(_FMT["b6x16_p32"]):
-            m.d.comb += out.eq(b6)
-        with m.Case(_FMT["b4x16_p64"]):
-            m.d.comb += out.eq(b4)
-        with m.Default():
-            m.d.comb += out.eq(row)
-    return out
 
 
 class LoadStoreUnit(wiring.Component):
@@ -147,10 +134,6 @@ class LoadStoreUnit(wiring.Component):
                                      c["rows16"].eq(inf.rows_per_matrix == 16),
                                      c["fmt"].eq(_FMT[inf.src_fmt])]
             return c
-
-        def beat_rows(inf, r):
-            """Rows register beat r of a form touches (a constant mask)."""
-            return sum(1 << int(x) for x in set(inf.table[:, r, :, 0].flat))
 
         # ---- checks of an incoming instruction -------------------------------------------
         ip = self.instr.payload
@@ -276,7 +259,11 @@ class LoadStoreUnit(wiring.Component):
         m.d.sync += [land.eq(Mux(f_valid & fc["load"], served, 0)), land_buf.eq(f_buf),
                      land_fmt.eq(fc["fmt"])]
         m.d.sync += [land_quad[i].eq(quad_of[i]) for i in range(R)]
-        dec = [_decompress(m, rd[q].data, land_fmt) for q in range(Q)]
+        dec = []
+        for q in range(Q):
+            d = m.submodules[f"decompress{q}"] = Decompressor()
+            m.d.comb += [d.row.eq(rd[q].data), d.fmt.eq(land_fmt)]
+            dec.append(d.out)
         for i in range(R):
             row_in = Signal(_ROW_BITS, name=f"row_in{i}")
             with m.Switch(land_quad[i]):
@@ -388,23 +375,10 @@ class LoadStoreUnit(wiring.Component):
         h_valid = Signal()
         m.d.comb += h_valid.eq(e_valid.bit_select(head, 1))
         beat = Signal(range(R + 1))
-        need = Signal(R)
-        shuffled = Signal(32 * R)
-        with m.Switch(h_form):
-            for f, inf in enumerate(infos):
-                if not inf.load:
-                    continue
-                with m.Case(f):
-                    with m.Switch(beat):
-                        for r in range(inf.nregs):
-                            with m.Case(r):
-                                m.d.comb += need.eq(beat_rows(inf, r))
-                                parts = []
-                                for t in range(R):
-                                    for b in range(4):
-                                        row, byte = (int(x) for x in inf.table[t, r, b])
-                                        parts.append(h_rows[row][8 * byte:8 * byte + 8])
-                                m.d.comb += shuffled.eq(Cat(*parts))
+        shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS)
+        m.d.comb += [shuf.form.eq(h_form), shuf.beat.eq(beat)]
+        m.d.comb += [shuf.rows[i].eq(h_rows[i]) for i in range(R)]
+        need, shuffled = shuf.need, shuf.out
         reported = Signal(CYCLE_BITS)
         if p.schedule == "packed":
             # a packer still delivers at most one 128-byte register beat per cycle
