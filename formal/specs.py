@@ -1,0 +1,233 @@
+"""Formal specifications: small Elaboratables that wrap one block and state its contract.
+
+Each spec lists its properties with one line saying what they guarantee. Inputs left
+undriven are free (the solver chooses them); assumptions constrain the environment.
+"""
+
+from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
+from amaranth.asserts import AnyConst, AnySeq
+from amaranth.hdl import Assert, Assume, Cover
+
+from tensorlsu.hdl import forms
+from tensorlsu.hdl.decompress import FORMAT_CODES, Decompressor
+from tensorlsu.hdl.lsu import Error, LoadStoreUnit
+from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.scheduler import BankScheduler
+from tensorlsu.hdl.shuffle import LoadShuffle
+
+__all__ = ["SPECS"]
+
+
+class SchedulerContract(Elaboratable):
+    """The bank scheduler's per-cycle contract, for all inputs (combinational: depth 1 is a proof)."""
+
+    def __init__(self, scheduler_cls=BankScheduler, rows=32, quads=8, line_bits=7):
+        self.dut = scheduler_cls(rows=rows, quads=quads, line_bits=line_bits)
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        R, Q = d.rows, d.quads
+        for sig in (d.eligible, d.quad, d.line):
+            m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
+        for q in range(Q):
+            g = d.grant[q]
+            wants = Cat(*[d.eligible[i] & (d.quad[i] == q) for i in range(R)]).any()
+            # A quad is accessed exactly when some eligible row lives in it.
+            m.d.comb += Assert(g.valid == wants)
+            for i in range(R):
+                with m.If(g.valid & (g.row == i)):
+                    # The chosen row is eligible, lives in this quad, and its line is the one read.
+                    m.d.comb += Assert(d.eligible[i] & (d.quad[i] == q) & (d.line[i] == g.line))
+        for i in range(R):
+            chosen = Signal(name=f"chosen{i}")
+            for q in range(Q):
+                with m.If(d.quad[i] == q):
+                    m.d.comb += chosen.eq(d.grant[q].valid & (d.grant[q].line == d.line[i]))
+            # A row is served iff it is eligible and its quad reads its line: one distinct
+            # address per quad per cycle, and every row with that address gets it (broadcast).
+            m.d.comb += Assert(d.served[i] == (d.eligible[i] & chosen))
+        # Progress: some row is served whenever one is eligible.
+        m.d.comb += Assert((d.eligible == 0) | (d.served != 0))
+        # Covers: a bank conflict (two lines wanted in one quad) and a broadcast (two rows, one line).
+        conflict = Cat(*[d.eligible[i] & d.eligible[j] & (d.quad[i] == d.quad[j]) & (d.line[i] != d.line[j])
+                         for i in range(2) for j in range(i + 1, 3)]).any()
+        broadcast = Cat(*[d.served[i] & d.served[j] for i in range(2) for j in range(i + 1, 3)]).any()
+        m.d.comb += [Cover(conflict), Cover(broadcast)]
+        return m
+
+
+class SchedulerCompletion(Elaboratable):
+    """Serving until nothing is pending: every row exactly once, in exactly as many cycles as
+    the busiest quad has distinct lines (model.wavefronts for one matrix)."""
+
+    def __init__(self, scheduler_cls=BankScheduler, rows=8, quads=4, line_bits=2):
+        self.dut = scheduler_cls(rows=rows, quads=quads, line_bits=line_bits)
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        R, Q = d.rows, d.quads
+        want = AnyConst(R)
+        quads = [AnyConst(len(d.quad[i])) for i in range(R)]
+        lines = [AnyConst(len(d.line[i])) for i in range(R)]
+        m.d.comb += Assume(Cat(*[q < Q for q in quads]).all())
+        pending = Signal(R)
+        started = Signal()
+        ever = Signal(R)
+        cycles = Signal(range(R + 2))
+        m.d.comb += d.eligible.eq(pending)
+        for i in range(R):
+            m.d.comb += [d.quad[i].eq(quads[i]), d.line[i].eq(lines[i])]
+        with m.If(~started):
+            m.d.sync += [started.eq(1), pending.eq(want)]
+        with m.Else():
+            m.d.sync += [pending.eq(pending & ~d.served), ever.eq(ever | d.served)]
+            with m.If(pending != 0):
+                m.d.sync += cycles.eq(cycles + 1)
+        # distinct lines per quad among the requested rows: a row counts if no earlier one matches
+        need = Signal(range(R + 1))
+        counts = []
+        for q in range(Q):
+            firsts = [want[i] & (quads[i] == q) &
+                      ~Cat(*[want[j] & (quads[j] == q) & (lines[j] == lines[i]) for j in range(i)] or [Const(0)]).any()
+                      for i in range(R)]
+            c = Signal(range(R + 1), name=f"distinct{q}")
+            m.d.comb += c.eq(sum(firsts))
+            counts.append(c)
+        best = counts[0]
+        for c in counts[1:]:
+            nxt = Signal(range(R + 1))
+            m.d.comb += nxt.eq(Mux(c > best, c, best))
+            best = nxt
+        m.d.comb += need.eq(best)
+        with m.If(started):
+            # A row is never served twice, and only if requested.
+            m.d.comb += Assert((d.served & ever) == 0)
+            m.d.comb += Assert((ever & ~want) == 0)
+            # Done exactly when the busiest quad's distinct lines have all been read.
+            m.d.comb += Assert((pending == 0) == (cycles >= need))
+        return m
+
+
+class DecompressorSpec(Elaboratable):
+    """The decompressor equals its specification for every row and format code."""
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = Decompressor()
+        m.d.comb += [d.row.eq(AnySeq(128)), d.fmt.eq(AnySeq(2))]
+        for name, code in FORMAT_CODES.items():
+            if name is None:
+                continue
+            w = {"b6x16_p32": 6, "b4x16_p64": 4}[name]
+            with m.If(d.fmt == code):
+                for j in range(16):
+                    # Element j: bits w·j … w·j+w-1 of the row, zero-extended into byte j.
+                    m.d.comb += Assert(d.out.word_select(j, 8) == ((d.row >> (w * j)) & ((1 << w) - 1)))
+        with m.If((d.fmt == 0) | (d.fmt == 3)):
+            # Other codes pass the row through unchanged.
+            m.d.comb += Assert(d.out == d.row)
+        return m
+
+
+class ShuffleSpec(Elaboratable):
+    """Every load shuffle network equals its layout table, for all data, forms and beats."""
+
+    def __init__(self, forms_=None):
+        self.forms = forms_
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = LoadShuffle()
+        flat = Signal(128 * 32)
+        m.d.comb += [flat.eq(AnySeq(128 * 32)), d.form.eq(AnySeq(len(d.form))), d.beat.eq(AnySeq(len(d.beat)))]
+        m.d.comb += [d.rows[i].eq(flat[128 * i:128 * (i + 1)]) for i in range(32)]
+        for f, ins in enumerate(forms.ROW_FORMS):
+            inf = forms.info(f)
+            if not inf.load or (self.forms is not None and f not in self.forms):
+                continue
+            for r in range(inf.nregs):
+                with m.If((d.form == f) & (d.beat == r)):
+                    for t in range(32):
+                        for b in range(4):
+                            row, byte = (int(x) for x in inf.table[t, r, b])
+                            # Lane t byte b of beat r is byte `byte` of row `row` (sim/layouts.py).
+                            m.d.comb += Assert(d.out.word_select(4 * t + b, 8) == flat.word_select(16 * row + byte, 8))
+        return m
+
+
+class StreamRules(Elaboratable):
+    """The unit's result and dump streams keep the handshake rules, and no beat comes
+    without an instruction; the environment keeps them on the input streams."""
+
+    def __init__(self, schedule="h200"):
+        self.dut = LoadStoreUnit(Params(smem_bytes=256, schedule=schedule))
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        ins = {"instr": d.instr, "store": d.store, "fill": d.fill, "dump_req": d.dump_req}
+        outs = {"result": d.result, "dump": d.dump}
+        for name, s in ins.items():
+            m.d.comb += [s.valid.eq(AnySeq(1)), Value.cast(s.payload).eq(AnySeq(len(Value.cast(s.payload))))]
+        for name, s in outs.items():
+            m.d.comb += s.ready.eq(AnySeq(1))
+        prev = {}
+        init = Signal()
+        m.d.sync += init.eq(1)
+        for name, s in list(ins.items()) + list(outs.items()):
+            pv, pr = Signal(name=f"{name}_pv"), Signal(name=f"{name}_pr")
+            pp = Signal(len(Value.cast(s.payload)), name=f"{name}_pp")
+            m.d.sync += [pv.eq(s.valid), pr.eq(s.ready), pp.eq(Value.cast(s.payload))]
+            prev[name] = (pv, pr, pp)
+        for name, s in ins.items():
+            pv, pr, pp = prev[name]
+            with m.If(init & pv & ~pr):
+                # assumption: a producer holds valid and its payload until ready
+                m.d.comb += Assume(s.valid & (Value.cast(s.payload) == pp))
+        for name, s in outs.items():
+            pv, pr, pp = prev[name]
+            with m.If(init & pv & ~pr):
+                # The unit holds valid and keeps its payload stable until the consumer is ready.
+                m.d.comb += Assert(s.valid & (Value.cast(s.payload) == pp))
+        accepted, completed = Signal(8), Signal(8)
+        with m.If(d.instr.valid & d.instr.ready):
+            m.d.sync += accepted.eq(accepted + 1)
+        with m.If(d.result.valid & d.result.ready & d.result.payload.last):
+            m.d.sync += completed.eq(completed + 1)
+        # No result beat without an instruction in flight.
+        with m.If(accepted == completed):
+            m.d.comb += Assert(~d.result.valid)
+        m.d.comb += Assert((accepted - completed) <= 3)
+        # Covers: a refused instruction, and a stall of the result stream.
+        m.d.comb += Cover(d.result.valid & (d.result.payload.error != Error.NONE))
+        m.d.comb += Cover(prev["result"][0] & ~prev["result"][1] & d.result.valid & d.result.ready)
+        return m
+
+
+class BrokenBroadcast(BankScheduler):
+    """A deliberately broken scheduler: serves only the chosen row, not the other rows with
+    the same address (the contract must fail on it)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        for i in range(self.rows):
+            chosen = Cat(*[self.grant[q].valid & (self.grant[q].row == i) for q in range(self.quads)]).any()
+            m.d.comb += self.served[i].eq(self.eligible[i] & chosen)
+        return m
+
+
+#: name: (spec factory, sby mode, depth, why that depth)
+SPECS = {
+    "scheduler": (lambda: SchedulerContract(), "prove", 1, "combinational: one step is every case"),
+    "scheduler_cover": (lambda: SchedulerContract(rows=4, quads=2, line_bits=2), "cover", 1,
+                        "covers need one step"),
+    "completion": (lambda: SchedulerCompletion(), "bmc", 10,
+                   "8 rows finish within 8 cycles; after that nothing changes"),
+    "decompress": (lambda: DecompressorSpec(), "prove", 1, "combinational"),
+    "shuffle": (lambda: ShuffleSpec(), "prove", 1, "combinational"),
+    "streams": (lambda: StreamRules(), "bmc", 12,
+                "bounded: covers fill, dump, a refused and an executed instruction back to back"),
+    "broken": (lambda: SchedulerContract(BrokenBroadcast), "prove", 1, "must FAIL"),
+}
