@@ -53,6 +53,10 @@ class Error(enum.Enum, shape=unsigned(3)):
 class LoadStoreUnit(wiring.Component):
     """Warp-level matrix load/store unit for ldmatrix and stmatrix.
 
+    Pipelined: an accepted instruction waits in one register, the banks serve one
+    instruction's rows while the result stage emits the previous one's beats from the other
+    row buffer; a load's beat leaves as soon as the rows it needs have landed.
+
     Parameters
     ----------
     params : Params
@@ -68,7 +72,8 @@ class LoadStoreUnit(wiring.Component):
     result : Out(stream.Signature(StructLayout{data, error, last, cycles}))
         ldmatrix: one beat per destination register; stmatrix: one completion beat. A refused
         instruction gives the same number of beats with ``error`` set and zero data.
-        ``cycles`` is the number of cycles the instruction occupied the banks.
+        ``cycles``, on the last beat, is the number of cycles the instruction occupied the
+        banks (earlier beats may leave before the last rows are read, and carry 0).
     fill : In(stream.Signature(StructLayout{line, data}))
         Bank-parallel write of one line (all banks) while idle: DMA fills, test images.
     dump_req, dump : In / Out(stream.Signature(...))
@@ -393,8 +398,9 @@ class LoadStoreUnit(wiring.Component):
                 nbeats = Mux(hc["valid"] & hc["load"], hc["nregs"], 1)
                 m.d.comb += [self.result.valid.eq(1), res.error.eq(h_err), last.eq(beat == nbeats - 1)]
             with m.Elif(hc["load"]):
+                # the bank-cycle count is final (and reported) on the last beat only
                 m.d.comb += [self.result.valid.eq((h_landed & need) == need), res.data.eq(shuffled),
-                             res.cycles.eq(reported), last.eq(beat == hc["nregs"] - 1)]
+                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == hc["nregs"] - 1)]
             with m.Else():
                 m.d.comb += [self.result.valid.eq(wdone.bit_select(head, 1)), res.cycles.eq(reported),
                              last.eq(1)]
