@@ -106,14 +106,12 @@ def synth(name: str, factory, policy: str, pnr: bool) -> dict:
                             "--freq", "100", "--seed", "1", "-q", "-l", "nextpnr.log"],
                            cwd=work, capture_output=True, text=True)
         res["pnr_s"] = round(time.perf_counter() - t1, 1)
-        rep = work / "report.json"
-        if r.returncode == 0 and rep.exists():
-            fmax = json.loads(rep.read_text()).get("fmax", {})
-            res["fmax_mhz"] = round(min(v["achieved"] for v in fmax.values()), 1) if fmax else None
-        else:
-            log = (work / "nextpnr.log").read_text() if (work / "nextpnr.log").exists() else r.stderr
-            res["fmax_mhz"] = None
-            res["pnr_error"] = (re.findall(r"ERROR: (.*)", log) or [log.strip()[-300:]])[0]
+        log = (work / "nextpnr.log").read_text() if (work / "nextpnr.log").exists() else r.stderr
+        found = re.findall(r"Max frequency for clock '[^']*': ([\d.]+) MHz", log)
+        res["fmax_mhz"] = float(found[-1]) if found else None
+        errors = [e for e in re.findall(r"ERROR: (.*)", log) if "Max frequency" not in e]
+        if errors or res["fmax_mhz"] is None:
+            res["pnr_error"] = (errors or [log.strip()[-300:]])[0]
     return res
 
 
