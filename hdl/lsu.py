@@ -80,6 +80,12 @@ class LoadStoreUnit(wiring.Component):
         Bank-parallel read of one line while idle.
     """
 
+    def __new__(cls, params: Params | None = None, **kwargs):
+        # Refuse bad parameters before the component exists (no half-built elaboratable).
+        if params is None:
+            Params(**kwargs)
+        return super().__new__(cls)
+
     def __init__(self, params: Params | None = None, **kwargs):
         if params is None:
             params = Params(**kwargs)

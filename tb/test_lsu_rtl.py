@@ -4,8 +4,6 @@ Expected values: the model (tensorlsu.sim.model), which the H200 vectors pin; an
 vectors themselves through the RTL replay backend.
 """
 
-import os
-
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
@@ -35,8 +33,9 @@ def test_parameters_are_validated(kwargs, message):
     with pytest.raises(ValueError) as e:
         Params(**kwargs)
     assert str(e.value) == message
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as e:
         LoadStoreUnit(**kwargs)
+    assert str(e.value) == message
 
 
 def test_parameter_geometry():
