@@ -91,6 +91,15 @@ class TB:
             out += (await self.get("dump")).to_bytes(self.lay.line_bytes, "little")
         return bytes(out)
 
+    async def collect(self) -> dict:
+        """The beats of one instruction; error and cycle count as the last beat gives them."""
+        beats = []
+        while True:
+            d = self.lay.unpack_result(await self.get("result"))
+            beats.append(d["data"])
+            if d["last"]:
+                return {"beats": beats, "error": d["error"], "cycles": d["cycles"]}
+
     async def burst(self, instrs: list[dict]) -> dict:
         """Issue instructions back to back (store data on its own stream) and record, per
         instruction, the cycle it was accepted and the cycle of its last result beat."""
@@ -108,14 +117,9 @@ class TB:
 
         a, b = cocotb.start_soon(send_instrs()), cocotb.start_soon(send_data())
         for _ in instrs:
-            beats, err, cycles = [], 0, 0
-            while True:
-                d = self.lay.unpack_result(await self.get("result"))
-                beats.append(d["data"])
-                err, cycles = d["error"], d["cycles"]
-                if d["last"]:
-                    break
-            out.append({"beats": beats, "error": err, "cycles": cycles, "done": self.cycle})
+            res = await self.collect()
+            res["done"] = self.cycle
+            out.append(res)
         await a
         await b
         for o, c in zip(out, accepted):
@@ -145,16 +149,9 @@ class TB:
                 await self.put("store", self.lay.pack_words(beat))
 
         sender = cocotb.start_soon(send())
-        beats, err, cycles = [], 0, 0
-        while True:
-            d = self.lay.unpack_result(await self.get("result"))
-            beats.append(d["data"])
-            err, cycles = d["error"], d["cycles"]
-            if d["last"]:
-                break
-        end = self.cycle
+        res = await self.collect()
+        res["latency"] = self.cycle - start
         await sender
-        res = {"beats": beats, "error": err, "cycles": cycles, "latency": end - start}
         if job.get("dump_lines"):
             dumped = await self.dump_lines(job["dump_lines"])
             res["dump"] = dumped.hex()

@@ -12,7 +12,7 @@ Where the assembler accepts forms the texts do not list, the texts win (docs/ptx
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 __all__ = ["PtxError", "Instr", "Target", "parse", "parse_target", "TCGEN05_REGS_PER_X1"]
 
@@ -132,7 +132,7 @@ class Instr:
     nan: bool = False
     target: str = "sm_100a"
     nregs: int = 1                #: registers in the vector operand
-    operands: tuple[str, ...] | None = field(default=None, compare=True)
+    operands: tuple[str, ...] | None = None
     split: int | None = None      #: immHalfSplitoff, when the text gave it
     stride: int | str | None = None  #: wmma stride operand, when the text gave it
 
@@ -188,9 +188,6 @@ class Instr:
             tail = "" if self.shape != "16x32bx2" else f", {self.split if self.split is not None else 0}"
             return f"{self.form} {regs}{red}, [%r998]{tail};"
         return f"{self.form} {regs}, [%rd0];"
-
-    def with_target(self, target: str) -> "Instr":
-        return parse(self.text, target)
 
     def __str__(self) -> str:
         return self.form
@@ -611,7 +608,3 @@ def _tcgen05_ld(op: str, quals: list[str], operands, tgt: Target) -> Instr:
     return Instr(op="tcgen05.ld", shape=shape, num=n, type=type_, pack=pack, red=red_op,
                  abs=abs_, nan=nan, target=str(tgt), nregs=nregs, operands=ops, split=split)
 
-
-def strip_operands(ins: Instr) -> Instr:
-    """The same form without its operand list."""
-    return replace(ins, operands=None, split=None, stride=None)
