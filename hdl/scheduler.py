@@ -7,7 +7,7 @@ that address is served by the same access (broadcast). Rows are requested throug
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -57,20 +57,29 @@ class BankScheduler(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        served = []
-        for q in range(self.quads):
+        R, Q = self.rows, self.quads
+        # one-hot decode of each row's quad
+        in_quad = [[Signal(name=f"row{i}_in_q{q}") for q in range(Q)] for i in range(R)]
+        for i in range(R):
+            m.d.comb += [in_quad[i][q].eq(self.quad[i] == q) for q in range(Q)]
+        for q in range(Q):
             g = self.grant[q]
-            bits = [self.eligible[i] & (self.quad[i] == q) for i in range(self.rows)]
-            # lowest requesting row wins (priority encoder, highest index assigned first)
-            for i in reversed(range(self.rows)):
-                with m.If(bits[i]):
-                    m.d.comb += [g.valid.eq(1), g.row.eq(i), g.line.eq(self.line[i])]
-        for i in range(self.rows):
-            hit = Signal(name=f"hit{i}")
-            for q in range(self.quads):
-                with m.If(self.quad[i] == q):
-                    m.d.comb += hit.eq(self.grant[q].valid & (self.grant[q].line == self.line[i]))
-            served.append(self.eligible[i] & hit)
-        for i, s in enumerate(served):
-            m.d.comb += self.served[i].eq(s)
+            req = Signal(R, name=f"req{q}")
+            m.d.comb += req.eq(Cat(*[self.eligible[i] & in_quad[i][q] for i in range(R)]))
+            # the lowest requesting row wins: isolate the lowest set bit (a carry chain) and
+            # select with AND-OR trees rather than priority multiplexers
+            first = Signal(R, name=f"first{q}")
+            m.d.comb += first.eq(req & (~req + 1))
+            line = 0
+            row = 0
+            for i in range(R):
+                line = line | Mux(first[i], self.line[i], 0)
+                row = row | Mux(first[i], i, 0)
+            m.d.comb += [g.valid.eq(req.any()), g.line.eq(line), g.row.eq(row)]
+        for i in range(R):
+            # every eligible row whose quad reads its line is served by that access (broadcast)
+            hit = 0
+            for q in range(Q):
+                hit = hit | (in_quad[i][q] & self.grant[q].valid & (self.grant[q].line == self.line[i]))
+            m.d.comb += self.served[i].eq(self.eligible[i] & hit)
         return m
