@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -22,10 +22,42 @@ def beat_rows(inf: forms.FormInfo, r: int) -> int:
     return sum(1 << int(x) for x in set(inf.table[:, r, :, 0].flat))
 
 
+def _plan():
+    """Split every (load form, beat) into a row window and a pattern within the window.
+
+    Every beat reads the rows of one matrix, so its layout is "window of rows starting at
+    ``base``" followed by a fixed byte permutation of that window. Only a handful of distinct
+    permutations exist across all forms, which keeps the network small: a row-window
+    multiplexer, then a per-byte multiplexer over the distinct patterns.
+    """
+    patterns, cases = [], {}
+    for f in range(len(forms.ROW_FORMS)):
+        inf = forms.info(f)
+        if not inf.load:
+            continue
+        for r in range(inf.nregs):
+            rows = inf.table[:, r, :, 0].astype(int)
+            base = (int(rows.min()) // 8) * 8
+            local = [(int(row) - base, int(byte)) for row, byte in
+                     zip(rows.flat, inf.table[:, r, :, 1].flat)]
+            assert max(x for x, _ in local) < _WINDOW, "a beat reads more than one window"
+            key = tuple(local)
+            if key not in patterns:
+                patterns.append(key)
+            cases[(f, r)] = (base, patterns.index(key))
+    return patterns, cases
+
+
+_WINDOW = 16  # rows one beat may read (a 16×16 matrix)
+
+
 class LoadShuffle(wiring.Component):
     """Combinational: ``out`` is register beat ``beat`` of load form ``form`` (32 lanes × 32
     bits) taken from ``rows``, byte for byte as :func:`tensorlsu.sim.layouts.row_table` says;
     ``need`` is the mask of rows it reads. Forms that are not loads give zero.
+
+    Built in two stages from the tables (:func:`_plan`): a window of 16 rows at the beat's
+    matrix, then one of the few distinct byte patterns.
 
     Members
     -------
@@ -45,8 +77,13 @@ class LoadShuffle(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        patterns, cases = _plan()
+        bases = sorted({b for b, _ in cases.values()})
+        base = Signal(range(max(bases) + 1))
+        pat = Signal(range(max(1, len(patterns))))
+        valid = Signal()
         with m.Switch(self.form):
-            for f, ins in enumerate(forms.ROW_FORMS):
+            for f in range(len(forms.ROW_FORMS)):
                 inf = forms.info(f)
                 if not inf.load:
                     continue
@@ -54,10 +91,26 @@ class LoadShuffle(wiring.Component):
                     with m.Switch(self.beat):
                         for r in range(inf.nregs):
                             with m.Case(r):
-                                parts = []
-                                for t in range(self.lanes):
-                                    for b in range(4):
-                                        row, byte = (int(x) for x in inf.table[t, r, b])
-                                        parts.append(self.rows[row][8 * byte:8 * byte + 8])
-                                m.d.comb += [self.out.eq(Cat(*parts)), self.need.eq(beat_rows(inf, r))]
+                                b, k = cases[(f, r)]
+                                m.d.comb += [base.eq(b), pat.eq(k), valid.eq(1),
+                                             self.need.eq(beat_rows(inf, r))]
+        window = []
+        for w in range(_WINDOW):
+            sel = 0
+            for b in bases:
+                if b + w < self.lanes:
+                    sel = sel | Mux(base == b, self.rows[b + w], 0)
+            row = Signal(_ROW_BITS, name=f"window{w}")
+            m.d.comb += row.eq(sel)
+            window.append(row)
+        parts = []
+        for t in range(self.lanes):
+            for b in range(4):
+                i = 4 * t + b
+                choice = 0
+                for k, pattern in enumerate(patterns):
+                    row, byte = pattern[i]
+                    choice = choice | Mux(pat == k, window[row][8 * byte:8 * byte + 8], 0)
+                parts.append(choice)
+        m.d.comb += self.out.eq(Mux(valid, Cat(*parts), 0))
         return m
