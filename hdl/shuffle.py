@@ -78,8 +78,7 @@ class LoadShuffle(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         patterns, cases = _plan()
-        bases = sorted({b for b, _ in cases.values()})
-        base = Signal(range(max(bases) + 1))
+        base = Signal(range(max(b for b, _ in cases.values()) + 1))
         pat = Signal(range(max(1, len(patterns))))
         valid = Signal()
         with m.Switch(self.form):
@@ -94,12 +93,16 @@ class LoadShuffle(wiring.Component):
                                 b, k = cases[(f, r)]
                                 m.d.comb += [base.eq(b), pat.eq(k), valid.eq(1),
                                              self.need.eq(beat_rows(inf, r))]
+        # window row w only needs the bases some pattern reads it from
+        used = {w: set() for w in range(_WINDOW)}
+        for b, k in cases.values():
+            for row, _ in patterns[k]:
+                used[row].add(b)
         window = []
         for w in range(_WINDOW):
             sel = 0
-            for b in bases:
-                if b + w < self.lanes:
-                    sel = sel | Mux(base == b, self.rows[b + w], 0)
+            for b in sorted(used[w]):
+                sel = sel | Mux(base == b, self.rows[b + w], 0)
             row = Signal(_ROW_BITS, name=f"window{w}")
             m.d.comb += row.eq(sel)
             window.append(row)
