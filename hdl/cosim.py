@@ -99,7 +99,9 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
 
     dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy))
     lay = Layout.of(dut)
-    build_dir = Path(build_dir or Path("build") / f"cosim_{sim}_{policy}_{smem_bytes}").resolve()
+    # a waveform build differs (dump module, tracing): keep it in its own folder
+    tag = "_waves" if waves else ""
+    build_dir = Path(build_dir or Path("build") / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     src = build_dir / f"{TOP}.v"
     text = verilog_text(dut, TOP)
