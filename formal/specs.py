@@ -227,7 +227,7 @@ SPECS = {
                    "8 rows finish within 8 cycles; after that nothing changes"),
     "decompress": (lambda: DecompressorSpec(), "prove", 1, "combinational"),
     "shuffle": (lambda: ShuffleSpec(), "prove", 1, "combinational"),
-    "streams": (lambda: StreamRules(), "bmc", 8,
-                "bounded: long enough for accept, serve, land and a stalled beat"),
+    "streams": (lambda: StreamRules(), "bmc", 6,
+                "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),
     "broken": (lambda: SchedulerContract(BrokenBroadcast), "prove", 1, "must FAIL"),
 }
