@@ -13,7 +13,7 @@ from __future__ import annotations
 
 
 
-from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 

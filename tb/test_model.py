@@ -14,11 +14,6 @@ def P(text, target="sm_100a"):
     return ptx.parse(text, target)
 
 
-def rows_addr(rows, n=32):
-    a = list(rows) + [0] * (n - len(rows))
-    return a
-
-
 # ---- ldmatrix / stmatrix .m8n8 (FACTS.md, measured) ------------------------------------
 
 def test_m8n8_word_per_thread_index_pattern():
