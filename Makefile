@@ -28,9 +28,9 @@ venv: $(STAMP)
 sim: $(STAMP)
 	$(PY) tb/regress.py --n 300 --sim $(SIM) --policy $(POLICY) $(if $(WAVES),--waves)
 	$(PY) -m tensorlsu.sim replay $(TRACE) --backend rtl --sim $(SIM) --policy $(POLICY) \
-		--select ldmatrix,stmatrix $(if $(WAVES),--waves)
+		--space shared $(if $(WAVES),--waves)
 	$(PY) -m tensorlsu.sim replay tb/data/h200_capture.jsonl --backend rtl --sim $(SIM) \
-		--policy $(POLICY) --select ldmatrix,stmatrix
+		--policy $(POLICY) --space shared
 	$(PY) -m tensorlsu.sim replay $(TRACE)
 
 replay: $(STAMP)

@@ -107,7 +107,7 @@ class TB:
 
         async def send_instrs():
             for ins in instrs:
-                await self.put("instr", self.lay.pack_instr(ins["form"], ins["addr"]))
+                await self.put("instr", self.lay.pack_instr(ins["form"], ins["addr"], ins.get("stride", 0)))
                 accepted.append(self.cycle)
 
         async def send_data():
@@ -143,7 +143,7 @@ class TB:
 
         async def send():
             nonlocal start
-            await self.put("instr", self.lay.pack_instr(job["form"], job["addr"]))
+            await self.put("instr", self.lay.pack_instr(job["form"], job["addr"], job.get("stride", 0)))
             start = self.cycle
             for beat in job.get("store", []):
                 await self.put("store", self.lay.pack_words(beat))

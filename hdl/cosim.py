@@ -45,14 +45,18 @@ class Layout:
                    result_last=r["last"].offset, result_cycles=r["cycles"].offset,
                    cycle_bits=CYCLE_BITS)
 
-    def pack_instr(self, form: int, addr) -> int:
+    def pack_instr(self, form: int, addr, stride: int = 0) -> int:
+        """``addr``: 32 row addresses, or one wmma.load matrix address (given to every lane)."""
+        if isinstance(addr, int):
+            addr = [addr] * self.lanes
         v = form
         mask = (1 << self.addr_bits) - 1
         for i, a in enumerate(addr):
             # addresses that do not fit the operand become the last one (out of range)
             a = a if 0 <= a <= mask else mask
             v |= a << (self.form_bits + self.addr_bits * i)
-        return v
+        stride = stride if 0 <= stride <= mask else mask
+        return v | stride << (self.form_bits + self.addr_bits * self.lanes)
 
     def pack_words(self, words) -> int:
         return sum(int(w) << (32 * i) for i, w in enumerate(words))
@@ -153,8 +157,8 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
 class RtlBackend:
     """``tensorlsu replay --backend rtl``: all records in one simulation.
 
-    Records are collected by :meth:`execute_all`; forms the unit lacks (wmma.load,
-    tcgen05.ld for now) are refused with a message saying so.
+    Records are collected by :meth:`execute_all`; what the unit lacks (tcgen05.ld, global
+    memory) is refused with a message saying so.
     """
 
     name = "rtl"
@@ -165,14 +169,24 @@ class RtlBackend:
         self.seconds = 0.0
 
     def job(self, rec) -> dict:
+        from tensorlsu.sim.model import wmma_default_stride
+
         from .forms import form_id
         r, ins = rec.raw, rec.ins
-        if ins.op not in ("ldmatrix", "stmatrix"):
-            raise ValueError(f"the RTL has no {ins.op} yet")
+        if ins.op not in ("ldmatrix", "stmatrix", "wmma.load"):
+            raise ValueError(f"the RTL has no {ins.op}")
         fid = form_id(ins)
         image = bytes.fromhex(r.get("smem", ""))
         if len(image) > self.smem_bytes:
             raise ValueError(f"shared image of {len(image)} bytes exceeds the unit's {self.smem_bytes}")
+        if ins.op == "wmma.load":
+            if rec.space != "shared":
+                raise ValueError("the load/store unit has no global memory (generic address "
+                                 "in the global image)")
+            stride = r.get("stride", ins.stride if isinstance(ins.stride, int) else None)
+            if stride is None:
+                stride = wmma_default_stride(ins)
+            return {"form": fid, "addr": int(r["addr"]), "stride": int(stride), "image": image.hex()}
         if not isinstance(r.get("addr"), list):
             raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
         job = {"form": fid, "addr": r["addr"], "image": image.hex()}
@@ -203,6 +217,9 @@ class RtlBackend:
                 elif rec.ins.op == "ldmatrix":
                     produced[k] = {"regs": [list(x) for x in zip(*res["beats"])],
                                    "wavefronts": res["cycles"]}
+                elif rec.ins.op == "wmma.load":
+                    # no wavefront rule for wmma.load: the bank cycles are not reported
+                    produced[k] = {"regs": [list(x) for x in zip(*res["beats"])]}
                 else:
                     n = len(bytes.fromhex(job["image"]))
                     produced[k] = {"smem": bytes.fromhex(res["dump"])[:n].hex(),

@@ -1,7 +1,12 @@
 """The instruction forms the RTL executes, numbered, with their tables from tensorlsu.sim.
 
 The RTL never hard-codes a layout: every shuffle it builds comes from
-:func:`tensorlsu.sim.layouts.row_table` of the forms listed here.
+:func:`tensorlsu.sim.layouts.row_table` (ldmatrix / stmatrix) or
+:func:`tensorlsu.sim.layouts.wmma_byte_table` (wmma.load) of the forms listed here.
+
+A wmma.load reads 16-byte *chunks* of the matrix's lines into the same row slots an ldmatrix
+fills with its rows. Up to 32 chunks fit; larger fragments (64 chunks) run as two passes, each
+a set of slots and the result beats that read only those slots.
 """
 
 from __future__ import annotations
@@ -9,10 +14,17 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from tensorlsu.sim import layouts, ptx
-from tensorlsu.sim.ptx import Instr
+import numpy as np
 
-__all__ = ["ROW_FORMS", "form_id", "FormInfo", "info"]
+from tensorlsu.sim import layouts, ptx
+from tensorlsu.sim.ptx import WMMA_BITS, WMMA_SHAPES, Instr
+
+__all__ = ["ROW_FORMS", "WMMA_FORMS", "FORMS", "form_id", "FormInfo", "info", "SLOTS", "CHUNK"]
+
+#: Row slots of one pass (one per thread of an ldmatrix).
+SLOTS = 32
+#: Bytes of one slot: a matrix row, or a chunk of a wmma line.
+CHUNK = layouts.ROW_BYTES
 
 
 def _row_forms() -> tuple[Instr, ...]:
@@ -33,8 +45,25 @@ def _row_forms() -> tuple[Instr, ...]:
     return tuple(ptx.parse(t, "sm_100a") for t in texts)
 
 
+def _wmma_forms() -> tuple[Instr, ...]:
+    out = []
+    for frag in "abc":
+        for shape in WMMA_SHAPES:
+            for ty in sorted(ptx.wmma_types(frag, shape)):
+                for lay in ("row", "col"):
+                    if ty in ("s4", "u4", "b1") and lay != ("row" if frag == "a" else "col"):
+                        continue  # sub-byte a is row-only, b col-only (the parser says so too)
+                    out.append(ptx.parse(f"wmma.load.{frag}.sync.aligned.{lay}.{shape}.shared.{ty}",
+                                         "sm_100a"))
+    return tuple(out)
+
+
 #: Every ldmatrix / stmatrix form, in form-id order.
 ROW_FORMS: tuple[Instr, ...] = _row_forms()
+#: Every wmma.load form (shared-memory form; generic addressing maps to the same id).
+WMMA_FORMS: tuple[Instr, ...] = _wmma_forms()
+#: All forms; the form id is the index.
+FORMS: tuple[Instr, ...] = ROW_FORMS + WMMA_FORMS
 
 
 def _key(ins: Instr) -> Instr:
@@ -42,30 +71,89 @@ def _key(ins: Instr) -> Instr:
     return replace(ins, space="shared", target="sm_100a", operands=None, split=None, stride=None)
 
 
-_IDS = {_key(f): i for i, f in enumerate(ROW_FORMS)}
+_IDS = {_key(f): i for i, f in enumerate(FORMS)}
 
 
 def form_id(ins: Instr) -> int:
-    """Form id of an ldmatrix / stmatrix descriptor; ValueError for forms the unit lacks."""
+    """Form id of an instruction descriptor; ValueError for forms the unit lacks."""
+    if ins.op == "wmma.load" and ins.space == "global":
+        raise ValueError("the load/store unit has no global memory (wmma.load .global)")
     try:
         return _IDS[_key(ins)]
     except KeyError:
         raise ValueError(f"the load/store unit has no form {ins.form}") from None
 
 
+def _passes(bt: np.ndarray) -> tuple[list[tuple[tuple[int, int], ...]], list[int], np.ndarray]:
+    """Chunks into slots, pass by pass: each beat's chunks, sorted, take the next free slots
+    (a beat that re-reads chunks of an earlier beat takes none), so every beat reads one
+    contiguous run of slots and beats of the same shape share one shuffle pattern. A pass
+    ends when the next beat's chunks no longer fit."""
+    words = bt.shape[1]
+    passes, beat_pass = [[]], []
+    table = np.zeros(bt.shape, dtype=np.int16)
+    for w in range(words):
+        chunks = sorted({(int(l), int(p) // CHUNK) for l, p in bt[:, w].reshape(-1, 2)})
+        slots = passes[-1]
+        new = [c for c in chunks if c not in slots]
+        if new and len(new) != len(chunks):
+            raise AssertionError("a beat shares only some of its chunks with earlier beats")
+        if len(slots) + len(new) > SLOTS:
+            passes.append([])
+            slots = passes[-1]
+        slots += new
+        beat_pass.append(len(passes) - 1)
+        for t in range(bt.shape[0]):
+            for b in range(4):
+                line, pos = (int(x) for x in bt[t, w, b])
+                table[t, w, b] = (slots.index((line, pos // CHUNK)), pos % CHUNK)
+    return [tuple(p) for p in passes], beat_pass, table
+
+
 class FormInfo:
-    """Per-form constants the RTL is generated from."""
+    """Per-form constants the RTL is generated from.
+
+    ``table[t, r, b] = (slot, byte)``: byte ``b`` of result beat ``r`` of thread ``t`` is byte
+    ``byte`` of row slot ``slot`` (of the pass that beat belongs to). ``passes[p]`` lists the
+    slots of pass ``p``: for ldmatrix / stmatrix slot ``i`` is thread ``i``'s row; for wmma.load
+    it is chunk ``(line, k)``, at ``addr + line · stride + 16 k``.
+    """
 
     def __init__(self, ins: Instr):
         self.ins = ins
-        self.load = ins.op == "ldmatrix"
-        self.rows = layouts.row_count(ins)
-        self.rows_per_matrix = layouts.rows_per_matrix(ins)
-        self.nregs = ins.nregs
-        self.src_fmt = ins.src_fmt
-        self.table = layouts.row_table(ins)  # (32, nregs, 4, 2): (row, byte)
+        self.wmma = ins.op == "wmma.load"
+        self.load = ins.op != "stmatrix"
+        self.nregs = ins.words               # result beats (ldmatrix / wmma) or store beats
+        if self.wmma:
+            self.src_fmt = None
+            self.rows_per_matrix = None
+            self.bits = WMMA_BITS[ins.type]
+            self.lines, self.line_bytes = layouts.wmma_lines(ins)
+            rows, cols = layouts.wmma_dims(ins.frag, ins.shape)
+            #: the leading dimension: the least legal stride, in elements
+            self.least = cols if ins.layout == "row" else rows
+            #: the stride (elements) must be a multiple of this: 16 bytes, or the whole
+            #: leading dimension where that is narrower (the model's rule)
+            self.stride_grain = min(8 * CHUNK // self.bits, self.least)
+            self.passes, self.beat_pass, self.table = _passes(layouts.wmma_byte_table(ins))
+        else:
+            self.src_fmt = ins.src_fmt
+            self.rows_per_matrix = layouts.rows_per_matrix(ins)
+            rows = layouts.row_count(ins)
+            self.passes = [tuple((i, 0) for i in range(rows))]
+            self.beat_pass = [0] * self.nregs
+            self.table = layouts.row_table(ins)  # (32, nregs, 4, 2): (row, byte)
+        self.rows = len(self.passes[0])
+
+    def pass_end(self, p: int) -> int:
+        """Last result beat of pass ``p``."""
+        return max(r for r, q in enumerate(self.beat_pass) if q == p)
+
+    def used(self, p: int) -> int:
+        """Mask of the slots pass ``p`` fills."""
+        return (1 << len(self.passes[p])) - 1
 
 
 @lru_cache(maxsize=None)
 def info(fid: int) -> FormInfo:
-    return FormInfo(ROW_FORMS[fid])
+    return FormInfo(FORMS[fid])

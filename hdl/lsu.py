@@ -1,17 +1,17 @@
 """The load/store unit: banked shared memory, bank scheduler, row crossbar, decompressor and
-fragment shuffles for every ldmatrix / stmatrix form.
+fragment shuffles for every ldmatrix / stmatrix form and wmma.load from shared memory.
 
 Data flow (docs/ARCHITECTURE.md): an instruction (form id + 32 thread addresses) is checked;
 its rows are served by the bank scheduler, one distinct address per bank quad per cycle, into a
 row buffer (through the decompressor); the fragment shuffle, generated from the model's layout
 tables, turns the row buffer into one result beat per destination register. stmatrix takes
 one data beat per source register, shuffles it into the row buffer the other way, and writes
-the rows back through the scheduler.
+the rows back through the scheduler. wmma.load generates its chunk addresses from the matrix
+address and the stride and runs like an ldmatrix whose rows are those chunks, in one or two
+passes (:mod:`tensorlsu.hdl.forms`).
 """
 
 from __future__ import annotations
-
-
 
 from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
@@ -19,6 +19,8 @@ from amaranth.lib.wiring import In, Out
 
 from . import forms
 from .decompress import FORMAT_CODES, Decompressor
+from tensorlsu.sim.model import WMMA_ADDR_ALIGN
+
 from .params import ROW_BYTES, Params
 from .scheduler import BankScheduler
 from .shuffle import LoadShuffle, beat_rows
@@ -26,7 +28,7 @@ from .shuffle import LoadShuffle, beat_rows
 __all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS"]
 
 #: Width of the form-id field of an instruction.
-FORM_BITS = 6
+FORM_BITS = (len(forms.FORMS) - 1).bit_length()
 #: Width of a thread's address operand.
 ADDR_BITS = 32
 #: Width of the bank-cycle count reported with each result beat.
@@ -48,10 +50,13 @@ class Error(enum.Enum, shape=unsigned(3)):
     UNSUPPORTED = 3
     #: Two threads of one stmatrix store the same row (a race the PTX leaves undefined).
     OVERLAP = 4
+    #: A wmma.load stride below the leading dimension, or not a multiple of 16 bytes (of the
+    #: whole line, where a line is narrower).
+    STRIDE = 5
 
 
 class LoadStoreUnit(wiring.Component):
-    """Warp-level matrix load/store unit for ldmatrix and stmatrix.
+    """Warp-level matrix load/store unit for ldmatrix, stmatrix and wmma.load.
 
     Pipelined: an accepted instruction waits in one register, the banks serve one
     instruction's rows while the result stage emits the previous one's beats from the other
@@ -65,12 +70,15 @@ class LoadStoreUnit(wiring.Component):
 
     Members
     -------
-    instr : In(stream.Signature(StructLayout{form, addr}))
-        Form id (:func:`tensorlsu.hdl.forms.form_id`) and each thread's row address.
+    instr : In(stream.Signature(StructLayout{form, addr, stride}))
+        Form id (:func:`tensorlsu.hdl.forms.form_id`) and each thread's row address; for
+        wmma.load ``addr[0]`` is the matrix address (a shared-memory offset) and ``stride``
+        the stride operand in elements.
     store : In(stream.Signature(ArrayLayout(32, lanes)))
         stmatrix source registers, one beat per register, after the instruction.
     result : Out(stream.Signature(StructLayout{data, error, last, cycles}))
-        ldmatrix: one beat per destination register; stmatrix: one completion beat. A refused
+        ldmatrix / wmma.load: one beat per destination register (a .f64 register is two beats,
+        low word first); stmatrix: one completion beat. A refused
         instruction gives the same number of beats with ``error`` set and zero data.
         ``cycles``, on the last beat, is the number of cycles the instruction occupied the
         banks (earlier beats may leave before the last rows are read, and carry 0).
@@ -97,7 +105,8 @@ class LoadStoreUnit(wiring.Component):
         self.line_bits = max(1, (p.lines - 1).bit_length())
         lanes = p.lanes
         self.instr_layout = data.StructLayout({
-            "form": unsigned(FORM_BITS), "addr": data.ArrayLayout(unsigned(ADDR_BITS), lanes)})
+            "form": unsigned(FORM_BITS), "addr": data.ArrayLayout(unsigned(ADDR_BITS), lanes),
+            "stride": unsigned(ADDR_BITS)})
         self.result_layout = data.StructLayout({
             "data": data.ArrayLayout(unsigned(32), lanes), "error": Error, "last": 1,
             "cycles": unsigned(CYCLE_BITS)})
@@ -119,7 +128,8 @@ class LoadStoreUnit(wiring.Component):
         R, Q, LB = p.lanes, p.quads, self.line_bits
         qbits = max(1, (Q - 1).bit_length())
         rowbits = qbits + LB            # row index within shared memory
-        infos = [forms.info(f) for f in range(len(forms.ROW_FORMS))]
+        infos = [forms.info(f) for f in range(len(forms.FORMS))]
+        wmmas = [(f, inf) for f, inf in enumerate(infos) if inf.wmma]
         NBUF = 2                        # load row buffers: one fetching, one emitting
 
         # ---- bank quads: one memory of 16-byte words per group of banks ------------------
@@ -133,40 +143,76 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += rd[q].en.eq(0)
 
         # ---- per-form constants of a form id ---------------------------------------------
-        def form_consts(fid_sig, prefix):
+        def form_consts(fid_sig, prefix, pass_sig=None):
+            """Constants of a form id; ``used`` and ``pend`` (its last beat) of pass
+            ``pass_sig`` (pass 0 when None)."""
             c = {k: Signal(shape, name=f"{prefix}_{k}") for k, shape in (
-                ("valid", 1), ("load", 1), ("used", R), ("nregs", range(R + 1)), ("rows16", 1),
-                ("fmt", 2))}
+                ("valid", 1), ("load", 1), ("wmma", 1), ("used", R), ("nregs", range(R + 1)),
+                ("rows16", 1), ("fmt", 2), ("pend", range(R + 1)), ("lastpass", 1))}
             with m.Switch(fid_sig):
                 for f, inf in enumerate(infos):
                     with m.Case(f):
-                        m.d.comb += [c["valid"].eq(1), c["load"].eq(inf.load),
-                                     c["used"].eq((1 << inf.rows) - 1), c["nregs"].eq(inf.nregs),
+                        m.d.comb += [c["valid"].eq(1), c["load"].eq(inf.load), c["wmma"].eq(inf.wmma),
+                                     c["nregs"].eq(inf.nregs),
                                      c["rows16"].eq(inf.rows_per_matrix == 16),
-                                     c["fmt"].eq(_FMT[inf.src_fmt])]
+                                     c["fmt"].eq(_FMT[inf.src_fmt]),
+                                     c["lastpass"].eq(len(inf.passes) - 1)]
+                        per = [(inf.used(q), inf.pass_end(q)) for q in range(len(inf.passes))]
+                        for k, v in (("used", 0), ("pend", 1)):
+                            if pass_sig is None or len(per) == 1:
+                                m.d.comb += c[k].eq(per[0][v])
+                            else:
+                                m.d.comb += c[k].eq(Mux(pass_sig, per[1][v], per[0][v]))
             return c
 
         # ---- checks of an incoming instruction -------------------------------------------
         ip = self.instr.payload
         ic = form_consts(ip.form, "in")
         mis, oor = Signal(R), Signal(R)
+        rowused = Signal(R)             # rows of an ldmatrix / stmatrix
+        m.d.comb += rowused.eq(Mux(ic["wmma"], 0, ic["used"]))
         limit = p.smem_bytes - ROW_BYTES
         for i in range(R):
             a = ip.addr[i]
-            m.d.comb += [mis[i].eq(ic["used"][i] & (a[:4] != 0)),
-                         oor[i].eq(ic["used"][i] & (a > limit))]
+            m.d.comb += [mis[i].eq(rowused[i] & (a[:4] != 0)),
+                         oor[i].eq(rowused[i] & (a > limit))]
         # Overlap is reported only when every row is aligned and in range, so comparing the
         # row indices suffices.
         pairs = []
         for i in range(R):
             for j in range(i + 1, R):
-                pairs.append(ic["used"][i] & ic["used"][j] &
+                pairs.append(rowused[i] & rowused[j] &
                              (ip.addr[i][4:4 + rowbits] == ip.addr[j][4:4 + rowbits]))
         overlap = Signal()
         m.d.comb += overlap.eq(Cat(*pairs).any() & ~ic["load"])
+        # wmma.load: matrix address, stride (the model's rules) and the span of its lines
+        w_lg_bits = Signal(range(7))    # log2 of the element width
+        w_lg_lines = Signal(range(6))   # log2 of the number of lines
+        w_lbytes = Signal(range(129))   # bytes per line
+        w_least = Signal(range(129))    # leading dimension: the least stride
+        w_gmask = Signal(8)             # the stride is a multiple of this + 1
+        with m.Switch(ip.form):
+            for f, inf in wmmas:
+                with m.Case(f):
+                    m.d.comb += [w_lg_bits.eq(inf.bits.bit_length() - 1),
+                                 w_lg_lines.eq(inf.lines.bit_length() - 1), w_lbytes.eq(inf.line_bytes),
+                                 w_least.eq(inf.least), w_gmask.eq(inf.stride_grain - 1)]
+        w_sb = Signal(ADDR_BITS + 3)    # stride in bytes
+        w_span = Signal(ADDR_BITS + 9)  # first byte of the last line, from the matrix address
+        m.d.comb += [w_sb.eq((ip.stride << w_lg_bits) >> 3), w_span.eq((w_sb << w_lg_lines) - w_sb)]
+        w_err = Signal(Error)
+        with m.If(ip.addr[0][:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0):
+            m.d.comb += w_err.eq(Error.MISALIGNED)
+        with m.Elif((ip.stride < w_least) | ((ip.stride & w_gmask) != 0)):
+            m.d.comb += w_err.eq(Error.STRIDE)
+        with m.Elif(ip.addr[0] + w_span + w_lbytes > p.smem_bytes):
+            m.d.comb += w_err.eq(Error.OUT_OF_RANGE)
+
         in_err = Signal(Error)
         with m.If(~ic["valid"]):
             m.d.comb += in_err.eq(Error.UNSUPPORTED)
+        with m.Elif(ic["wmma"]):
+            m.d.comb += in_err.eq(w_err)
         with m.Elif(mis.any()):
             m.d.comb += in_err.eq(Error.MISALIGNED)
         with m.Elif(oor.any()):
@@ -179,13 +225,42 @@ class LoadStoreUnit(wiring.Component):
         a_form = Signal(FORM_BITS)
         a_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R))
         a_err = Signal(Error)
-        a_take = Signal()
-        ac = form_consts(a_form, "a")
+        a_sb = Signal(p.smem_bytes.bit_length())   # wmma stride in bytes (checked in range)
+        a_pass = Signal()
+        a_take = Signal()               # the pass in A moves on
+        a_done = Signal()               # ... and it is the instruction's last
+        ac = form_consts(a_form, "a", a_pass)
+        m.d.comb += a_done.eq(a_take & ((a_err != Error.NONE) | (a_pass == ac["lastpass"])))
+
+        # chunk addresses of the wmma pass in A: addr + line · stride + 16 · chunk. Each slot
+        # selects among the few lines it holds in some form, from one table of line offsets.
+        slot_opts = [sorted({inf.passes[q][s] for _, inf in wmmas for q in range(len(inf.passes))
+                             if s < len(inf.passes[q])}) for s in range(R)]
+        nlines = max(inf.lines for _, inf in wmmas)
+        off = [Signal(len(a_sb) + 5, name=f"w_off{k}") for k in range(nlines)]
+        m.d.comb += [off[k].eq(a_sb * k) for k in range(nlines)]
+        w_sel = [Signal(max(1, len(o)), name=f"w_sel{s}") for s, o in enumerate(slot_opts)]
+        with m.Switch(a_form):
+            for f, inf in wmmas:
+                with m.Case(f):
+                    for s in range(R):
+                        hot = [1 << slot_opts[s].index(inf.passes[q][s]) if s < len(inf.passes[q]) else 0
+                               for q in range(len(inf.passes))]
+                        m.d.comb += w_sel[s].eq(hot[0] if len(hot) == 1 else Mux(a_pass, hot[1], hot[0]))
+        w_addr = []
+        for s in range(R):
+            acc = 0
+            for k, (line, chunk) in enumerate(slot_opts[s]):
+                acc = acc | Mux(w_sel[s][k], off[line] + chunk * ROW_BYTES, 0)
+            wa = Signal(ADDR_BITS, name=f"w_addr{s}")
+            m.d.comb += wa.eq(a_addr[0] + acc)
+            w_addr.append(wa)
 
         # ---- instruction entries, in order: one per row buffer ---------------------------
         e_valid = Signal(NBUF)
         e_form = [Signal(FORM_BITS, name=f"e{b}_form") for b in range(NBUF)]
         e_err = [Signal(Error, name=f"e{b}_err") for b in range(NBUF)]
+        e_pass = [Signal(name=f"e{b}_pass") for b in range(NBUF)]
         landed = [Signal(R, name=f"e{b}_landed") for b in range(NBUF)]
         cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
         wdone = Signal(NBUF)
@@ -207,8 +282,11 @@ class LoadStoreUnit(wiring.Component):
 
         group = Signal(R)
         if p.schedule == "h200":
-            # only rows of the lowest matrix with pending rows share a cycle
-            for size, sel in ((8, ~fc["rows16"]), (16, fc["rows16"])):
+            # only rows of the lowest matrix with pending rows share a cycle; wmma chunks have
+            # no measured H200 rule and are packed
+            with m.If(fc["wmma"]):
+                m.d.comb += group.eq((1 << R) - 1)
+            for size, sel in ((8, ~fc["rows16"] & ~fc["wmma"]), (16, fc["rows16"])):
                 with m.If(sel):
                     for g in range(R // size):
                         mask = ((1 << size) - 1) << (size * g)
@@ -270,6 +348,12 @@ class LoadStoreUnit(wiring.Component):
         m.d.sync += [land.eq(Mux(f_valid & fc["load"], served, 0)), land_buf.eq(f_buf),
                      land_fmt.eq(fc["fmt"])]
         m.d.sync += [land_quad[i].eq(quad_of[i]) for i in range(R)]
+        # a wmma line narrower than a row (8 bytes) may start in the upper half of its row:
+        # such a slot lands with its halves swapped, so its bytes are always bytes 0-7
+        half_slots = sorted({s for _, inf in wmmas if inf.line_bytes < ROW_BYTES
+                             for q in inf.passes for s in range(len(q))})
+        land_half = Signal(R)
+        m.d.sync += [land_half[i].eq(f_addr[i][3]) for i in half_slots]
         dec = []
         for q in range(Q):
             d = m.submodules[f"decompress{q}"] = Decompressor()
@@ -280,7 +364,11 @@ class LoadStoreUnit(wiring.Component):
             with m.Switch(land_quad[i]):
                 for q in range(Q):
                     with m.Case(q):
-                        m.d.comb += row_in.eq(dec[q])
+                        if i in half_slots:
+                            h = _ROW_BITS // 2
+                            m.d.comb += row_in.eq(Mux(land_half[i], Cat(dec[q][h:], dec[q][:h]), dec[q]))
+                        else:
+                            m.d.comb += row_in.eq(dec[q])
             with m.If(land[i]):
                 with m.Switch(land_buf):
                     for b in range(NBUF):
@@ -349,12 +437,15 @@ class LoadStoreUnit(wiring.Component):
         slot_free = Signal()
         m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1))
         m.d.comb += a_take.eq(a_valid & slot_free & ((a_err != Error.NONE) | f_free))
-        m.d.comb += self.instr.ready.eq((~a_valid | a_take) & ~d_valid
+        m.d.comb += self.instr.ready.eq((~a_valid | a_done) & ~d_valid
                                         & ~(idle & (self.fill.valid | self.dump_req.valid)))
         with m.If(self.instr.valid & self.instr.ready):
-            m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(in_err)]
-        with m.Elif(a_take):
+            m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(in_err),
+                         a_sb.eq(w_sb), a_pass.eq(0)]
+        with m.Elif(a_done):
             m.d.sync += a_valid.eq(0)
+        with m.Elif(a_take):
+            m.d.sync += a_pass.eq(1)
 
         with m.If(f_finish):
             m.d.sync += f_valid.eq(0)
@@ -363,15 +454,17 @@ class LoadStoreUnit(wiring.Component):
             with m.Switch(tail):
                 for b in range(NBUF):
                     with m.Case(b):
-                        m.d.sync += [e_form[b].eq(a_form), e_err[b].eq(a_err), landed[b].eq(0),
-                                     cyc[b].eq(0), wdone[b].eq(0)]
+                        m.d.sync += [e_form[b].eq(a_form), e_err[b].eq(a_err), e_pass[b].eq(a_pass),
+                                     landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0)]
             with m.If(a_err == Error.NONE):
-                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form), f_addr.eq(a_addr),
+                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form),
                              f_pending.eq(ac["used"]), f_recv.eq(store_hs & pre),
                              f_rmask.eq(Mux(store_hs & pre, recv_rows, 0))]
+                m.d.sync += [f_addr[i].eq(Mux(ac["wmma"], w_addr[i], a_addr[i])) for i in range(R)]
 
         # ---- E: result beats of the oldest entry, in order --------------------------------
         h_form = Signal(FORM_BITS)
+        h_pass = Signal()
         h_err = Signal(Error)
         h_landed = Signal(R)
         h_cyc = Signal(CYCLE_BITS)
@@ -379,10 +472,10 @@ class LoadStoreUnit(wiring.Component):
         with m.Switch(head):
             for b in range(NBUF):
                 with m.Case(b):
-                    m.d.comb += [h_form.eq(e_form[b]), h_err.eq(e_err[b]), h_landed.eq(landed[b]),
-                                 h_cyc.eq(cyc[b])]
+                    m.d.comb += [h_form.eq(e_form[b]), h_pass.eq(e_pass[b]), h_err.eq(e_err[b]),
+                                 h_landed.eq(landed[b]), h_cyc.eq(cyc[b])]
                     m.d.comb += [h_rows[i].eq(rowbuf[b][i]) for i in range(R)]
-        hc = form_consts(h_form, "h")
+        hc = form_consts(h_form, "h", h_pass)
         h_valid = Signal()
         m.d.comb += h_valid.eq(e_valid.bit_select(head, 1))
         beat = Signal(range(R + 1))
@@ -390,29 +483,35 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += [shuf.form.eq(h_form), shuf.beat.eq(beat)]
         m.d.comb += [shuf.rows[i].eq(h_rows[i]) for i in range(R)]
         need, shuffled = shuf.need, shuf.out
+        carry = Signal(CYCLE_BITS)      # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
         if p.schedule == "packed":
             # a packer still delivers at most one 128-byte register beat per cycle
-            m.d.comb += reported.eq(Mux(h_cyc < hc["nregs"], hc["nregs"], h_cyc))
+            m.d.comb += reported.eq(Mux(~hc["wmma"] & (h_cyc < hc["nregs"]), hc["nregs"], h_cyc + carry))
         else:
-            m.d.comb += reported.eq(h_cyc)
+            m.d.comb += reported.eq(h_cyc + carry)
 
         last = Signal()
+        entry_end = Signal()            # the entry's last beat (a pass may end before `last`)
         res = self.result.payload
         with m.If(h_valid):
             with m.If(h_err != Error.NONE):
                 nbeats = Mux(hc["valid"] & hc["load"], hc["nregs"], 1)
-                m.d.comb += [self.result.valid.eq(1), res.error.eq(h_err), last.eq(beat == nbeats - 1)]
+                m.d.comb += [self.result.valid.eq(1), res.error.eq(h_err), last.eq(beat == nbeats - 1),
+                             entry_end.eq(last)]
             with m.Elif(hc["load"]):
                 # the bank-cycle count is final (and reported) on the last beat only
                 m.d.comb += [self.result.valid.eq((h_landed & need) == need), res.data.eq(shuffled),
-                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == hc["nregs"] - 1)]
+                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == hc["nregs"] - 1),
+                             entry_end.eq(beat == hc["pend"])]
             with m.Else():
                 m.d.comb += [self.result.valid.eq(wdone.bit_select(head, 1)), res.cycles.eq(reported),
-                             last.eq(1)]
+                             last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += beat.eq(beat + 1)
+            with m.If(entry_end):
+                m.d.sync += [e_valid.bit_select(head, 1).eq(0), head.eq(head + 1), carry.eq(carry + h_cyc)]
             with m.If(last):
-                m.d.sync += [beat.eq(0), e_valid.bit_select(head, 1).eq(0), head.eq(head + 1)]
+                m.d.sync += [beat.eq(0), carry.eq(0)]
         return m

@@ -25,13 +25,14 @@ def beat_rows(inf: forms.FormInfo, r: int) -> int:
 def _plan():
     """Split every (load form, beat) into a row window and a pattern within the window.
 
-    Every beat reads the rows of one matrix, so its layout is "window of rows starting at
-    ``base``" followed by a fixed byte permutation of that window. Only a handful of distinct
+    Every beat reads one run of slots (the rows of one matrix, or the chunks
+    :func:`tensorlsu.hdl.forms._passes` placed together), so its layout is "window of slots
+    starting at ``base``" followed by a fixed byte permutation of that window. Only a handful of distinct
     permutations exist across all forms, which keeps the network small: a row-window
     multiplexer, then a per-byte multiplexer over the distinct patterns.
     """
     patterns, cases = [], {}
-    for f in range(len(forms.ROW_FORMS)):
+    for f in range(len(forms.FORMS)):
         inf = forms.info(f)
         if not inf.load:
             continue
@@ -40,7 +41,7 @@ def _plan():
             base = (int(rows.min()) // 8) * 8
             local = [(int(row) - base, int(byte)) for row, byte in
                      zip(rows.flat, inf.table[:, r, :, 1].flat)]
-            assert max(x for x, _ in local) < _WINDOW, "a beat reads more than one window"
+            assert max(x for x, _ in local) < _WINDOW, "a beat reads beyond its window"
             key = tuple(local)
             if key not in patterns:
                 patterns.append(key)
@@ -48,15 +49,16 @@ def _plan():
     return patterns, cases
 
 
-_WINDOW = 16  # rows one beat may read (a 16×16 matrix)
+_WINDOW = 32  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
 
 
 class LoadShuffle(wiring.Component):
-    """Combinational: ``out`` is register beat ``beat`` of load form ``form`` (32 lanes × 32
-    bits) taken from ``rows``, byte for byte as :func:`tensorlsu.sim.layouts.row_table` says;
-    ``need`` is the mask of rows it reads. Forms that are not loads give zero.
+    """Combinational: ``out`` is result beat ``beat`` of load form ``form`` (32 lanes × 32
+    bits) taken from the row slots ``rows``, byte for byte as the form's table says
+    (:class:`tensorlsu.hdl.forms.FormInfo`, from :mod:`tensorlsu.sim.layouts`); ``need`` is the
+    mask of slots it reads. Forms that are not loads give zero.
 
-    Built in two stages from the tables (:func:`_plan`): a window of 16 rows at the beat's
+    Built in two stages from the tables (:func:`_plan`): a window of slots at the beat's
     matrix, then one of the few distinct byte patterns.
 
     Members
@@ -68,7 +70,7 @@ class LoadShuffle(wiring.Component):
     need : Out(lanes)
     """
 
-    def __init__(self, *, lanes: int = 32, form_bits: int = 6):
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7):
         self.lanes = lanes
         super().__init__({
             "form": In(form_bits), "beat": In(range(lanes + 1)),
@@ -82,7 +84,7 @@ class LoadShuffle(wiring.Component):
         pat = Signal(range(max(1, len(patterns))))
         valid = Signal()
         with m.Switch(self.form):
-            for f in range(len(forms.ROW_FORMS)):
+            for f in range(len(forms.FORMS)):
                 inf = forms.info(f)
                 if not inf.load:
                     continue

@@ -29,6 +29,8 @@ def _replay(args) -> int:
         if args.select:
             prefixes = tuple(args.select.split(","))
             records = [r for r in records if r.raw["instr"].startswith(prefixes)]
+        if args.space:
+            records = [r for r in records if r.space == args.space]
         outcomes = list(trace.run(records, backend))
     except OSError as e:
         print(f"tensorlsu replay: {e}", file=sys.stderr)
@@ -65,6 +67,8 @@ def main(argv=None) -> int:
                    help="bank scheduling policy used for wavefronts")
     r.add_argument("--select", metavar="PREFIXES",
                    help="only records whose instruction starts with one of these (comma-separated)")
+    r.add_argument("--space", choices=["shared", "global", "tensor"],
+                   help="only records that access this memory (the rtl backend has shared memory only)")
     r.add_argument("--waves", action="store_true",
                    help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")

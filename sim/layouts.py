@@ -29,7 +29,7 @@ import numpy as np
 from .ptx import WMMA_BITS, WMMA_SHAPES, Instr
 
 __all__ = ["ROW_BYTES", "rows_per_matrix", "row_count", "row_table", "wmma_table", "wmma_dims",
-           "tmem_table", "LANES"]
+           "wmma_lines", "wmma_byte_table", "tmem_table", "LANES"]
 
 #: Threads in a warp.
 LANES = 32
@@ -171,6 +171,48 @@ def wmma_table(ins: Instr) -> np.ndarray:
     if ins.op != "wmma.load":
         raise ValueError(f"wmma_table: {ins.op} is not wmma.load")
     return _wmma_table(ins.frag, ins.shape, ins.type, ins.nregs)
+
+
+def wmma_lines(ins: Instr) -> tuple[int, int]:
+    """(lines, bytes per line) of the stored matrix: a line is a row (``.row``) or a column
+    (``.col``), consecutive in memory; consecutive lines lie ``stride`` elements apart."""
+    rows, cols = wmma_dims(ins.frag, ins.shape)
+    lines, length = (rows, cols) if ins.layout == "row" else (cols, rows)
+    return lines, length * WMMA_BITS[ins.type] // 8
+
+
+@lru_cache(maxsize=None)
+def _wmma_byte_table(frag: str, layout: str, shape: str, type_: str, nregs: int) -> np.ndarray:
+    bits = WMMA_BITS[type_]
+    ins = Instr(op="wmma.load", shape=shape, frag=frag, layout=layout, type=type_, nregs=nregs)
+    T = wmma_table(ins)
+    words = ins.words
+    out = np.zeros((LANES, words, 4, 2), dtype=np.int16)
+    for t in range(LANES):
+        for w in range(words):
+            for b in range(4):
+                bit = 32 * w + 8 * b
+                s0 = bit // bits
+                place = []
+                # every element sharing this byte must follow the first one in its line
+                for e in range(max(1, 8 // bits)):
+                    i, j = (int(x) for x in T[t, s0 + e])
+                    place.append((i, j) if layout == "row" else (j, i))
+                line, pos = place[0]
+                if any(p != (line, pos + e) for e, p in enumerate(place)):
+                    raise AssertionError(f"{ins.form}: register byte {t}/{w}/{b} is not one memory byte")
+                out[t, w, b] = (line, (pos * bits + bit - s0 * bits) // 8)
+    return _frozen(out)
+
+
+def wmma_byte_table(ins: Instr) -> np.ndarray:
+    """``(32, words, 4, 2)`` table of (line, byte in line) for byte ``b`` of word ``w`` of
+    thread ``t``: every wmma register byte is one whole memory byte (sub-byte elements stay
+    together in their line), so a wmma.load is a byte gather from its lines. Derived from
+    :func:`wmma_table`; the line of the matrix starts at ``addr + line · stride``."""
+    if ins.op != "wmma.load":
+        raise ValueError(f"wmma_byte_table: {ins.op} is not wmma.load")
+    return _wmma_byte_table(ins.frag, ins.layout, ins.shape, ins.type, ins.nregs)
 
 
 # --------------------------------------------------------------------------------------

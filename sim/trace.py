@@ -42,6 +42,22 @@ class Record:
     def form(self) -> str:
         return self.ins.form if self.ins else self.raw["instr"].split()[0].rstrip(";")
 
+    @property
+    def space(self) -> str | None:
+        """Memory the instruction reads or writes: ``shared``, ``global`` or ``tensor``
+        (None when the text was refused). A generic wmma.load address is global when it lies
+        in the record's global image, as the model resolves it."""
+        ins = self.ins
+        if ins is None:
+            return None
+        if ins.op == "tcgen05.ld":
+            return "tensor"
+        if ins.op != "wmma.load" or ins.space != "generic":
+            return ins.space if ins.op == "wmma.load" else "shared"
+        g0, addr = self.raw.get("gmem_base", 0), self.raw.get("addr")
+        glen = len(self.raw.get("gmem", "")) // 2
+        return "global" if isinstance(addr, int) and glen and g0 <= addr < g0 + glen else "shared"
+
 
 def _hex(line: int, key: str, v) -> bytes:
     if not isinstance(v, str):
