@@ -143,7 +143,7 @@ class ShuffleSpec(Elaboratable):
         flat = Signal(128 * 32)
         m.d.comb += [flat.eq(AnySeq(128 * 32)), d.form.eq(AnySeq(len(d.form))), d.beat.eq(AnySeq(len(d.beat)))]
         m.d.comb += [d.rows[i].eq(flat[128 * i:128 * (i + 1)]) for i in range(32)]
-        for f, ins in enumerate(forms.ROW_FORMS):
+        for f, ins in enumerate(forms.FORMS):
             inf = forms.info(f)
             if not inf.load or (self.forms is not None and f not in self.forms):
                 continue
@@ -152,7 +152,8 @@ class ShuffleSpec(Elaboratable):
                     for t in range(32):
                         for b in range(4):
                             row, byte = (int(x) for x in inf.table[t, r, b])
-                            # Lane t byte b of beat r is byte `byte` of row `row` (sim/layouts.py).
+                            # Lane t byte b of beat r is byte `byte` of slot `row` (hdl/forms.py
+                            # tables, from sim/layouts.py).
                             m.d.comb += Assert(d.out.word_select(4 * t + b, 8) == flat.word_select(16 * row + byte, 8))
         return m
 

@@ -181,7 +181,7 @@ class RtlBackend:
             raise ValueError(f"shared image of {len(image)} bytes exceeds the unit's {self.smem_bytes}")
         if ins.op == "wmma.load":
             if rec.space != "shared":
-                raise ValueError("the load/store unit has no global memory (generic address "
+                raise ValueError("the load/store unit has no global memory (a generic address "
                                  "in the global image)")
             stride = r.get("stride", ins.stride if isinstance(ins.stride, int) else None)
             if stride is None:

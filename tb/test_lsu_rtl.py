@@ -10,6 +10,7 @@ from amaranth.sim import Simulator
 
 import regress
 from conftest import DATA
+from tensorlsu.hdl import forms
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.scheduler import BankScheduler
@@ -95,21 +96,28 @@ def test_random_regression(sim, policy, tmp_path):
     table, fails = regress.compare(results, expect, final)
     assert not fails, "\n".join(fails[:20])
     assert sum(v[0] for v in table.values()) == n
-    assert len(table) == 27  # every ldmatrix / stmatrix form ran
+    assert len(table) == len(forms.FORMS)  # every ldmatrix / stmatrix / wmma.load form ran
+    assert sum("error" in e for e in expect) >= 5  # and some refusals
 
 
 @pytest.mark.parametrize("sim", SIMS)
 def test_replay_h200_vectors_through_rtl(sim, capsys):
+    """Every shared-memory record of the H200 vectors: 144 ld/stmatrix, 339 wmma.load."""
     rc = cli.main(["replay", str(DATA / "h200_sm90.jsonl"), "--backend", "rtl", "--sim", sim,
-                   "--select", "ldmatrix,stmatrix"])
+                   "--space", "shared"])
     out = capsys.readouterr().out
     assert rc == 0, out[-3000:]
-    assert "144 records, 144 passed, 0 failed" in out
+    assert "483 records, 483 passed, 0 failed" in out
 
 
-def test_rtl_backend_refuses_forms_it_lacks(tmp_path):
+def test_rtl_backend_refuses_what_it_lacks():
     from tensorlsu.hdl.cosim import RtlBackend
-    recs = trace.load(DATA / "h200_sm90.jsonl")
-    wmma = [r for r in recs if r.raw["instr"].startswith("wmma")][:2]
-    out = RtlBackend().execute_all(wmma)
-    assert all(o == {"error": "the RTL has no wmma.load yet"} for o in out)
+    recs = trace.load(DATA / "h200_capture.jsonl")
+    glob = [next(r for r in recs if r.space == "global" and r.ins.space == sp) for sp in ("global", "generic")]
+    tc = list(trace.read(['{"instr": "tcgen05.ld.sync.aligned.32x32b.x1.b32", "taddr": 0, "warp": 0, '
+                          '"expect": {}}']))
+    out = RtlBackend().execute_all(glob + tc)
+    assert out == [{"error": "the load/store unit has no global memory (wmma.load .global)"},
+                   {"error": "the load/store unit has no global memory (a generic address in the "
+                             "global image)"},
+                   {"error": "the RTL has no tcgen05.ld"}]
