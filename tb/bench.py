@@ -26,6 +26,15 @@ from tensorlsu.sim import model, ptx  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 BURST = 24
 LINE = 128
+#: wmma.load forms and strides (elements) benchmarked: the leading dimension (rows packed
+#: back to back) and padded strides (skewed rows, the usual way around bank conflicts)
+WMMA_BENCH = (
+    ("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16", (16, 24, 64)),
+    ("wmma.load.b.sync.aligned.col.m16n16k16.shared.f16", (16, 24)),
+    ("wmma.load.c.sync.aligned.row.m16n16k16.shared.f32", (16, 20, 32)),
+    ("wmma.load.a.sync.aligned.row.m16n16k16.shared.s8", (16, 48)),
+    ("wmma.load.c.sync.aligned.row.m8n8k4.shared.f64", (8, 16)),
+)
 
 
 def suites(rng: random.Random) -> dict:
@@ -54,11 +63,27 @@ def bench_patterns(sim: str, policy: str, rng: random.Random):
                     item["store"] = [[0] * 32 for _ in range(num)]
                 jobs.append({"burst": [item] * BURST})
                 meta.append((ins, name, addr))
+    for text, strides in WMMA_BENCH:
+        ins = ptx.parse(text, "sm_90a")
+        fid = forms.form_id(ins)
+        for stride in strides:
+            jobs.append({"burst": [{"form": fid, "addr": 0, "stride": stride}] * BURST})
+            meta.append((ins, f"stride {stride}", stride))
     jobs[0]["image"] = ""
     results, _ = run_jobs(jobs, sim=sim, policy=policy)
     for (ins, name, addr), res in zip(meta, results):
         b = res["burst"]
         cpi = (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
+        if ins.op == "wmma.load":
+            inf = forms.info(forms.form_id(ins))
+            rows.append({
+                "instr": f"wmma {ins.frag}.{ins.layout}.{ins.shape}.{ins.type}", "pattern": name,
+                "policy": policy, "cpi": round(cpi, 2),
+                "bytes_per_clk": round(inf.lines * inf.line_bytes / cpi, 1),
+                "h200_rule": "-", "packed_bound": _wmma_bound(inf, addr),
+                "latency": b[0]["done"] - b[0]["accepted"], "bank_cycles": b[0]["cycles"],
+            })
+            continue
         nbytes = 16 * 8 * ins.num
         rows.append({
             "instr": f"{ins.op} x{ins.num}", "pattern": name, "policy": policy,
@@ -70,13 +95,22 @@ def bench_patterns(sim: str, policy: str, rng: random.Random):
     return rows
 
 
+def _wmma_bound(inf, stride: int) -> int:
+    """Fewest cycles for a wmma.load at address 0: one 128-byte line per cycle, the busiest
+    bank quad's distinct rows (over the whole fragment), one result register per cycle."""
+    rows = {(line * stride * inf.bits // 8) // 16 + chunk for p in inf.passes for line, chunk in p}
+    per = [sum(1 for r in rows if r % 8 == q) for q in range(8)]
+    return max(-(-len(rows) // 8), max(per), inf.nregs)
+
+
 def sim_speed(sim: str, n: int = 400) -> dict:
     import regress
     jobs, expect, final = regress.make_jobs(n, seed=5, policy="h200", smem_bytes=16 * 1024)
     # one long burst: no per-instruction waiting, streams always ready
     flat = []
     for j in jobs:
-        flat += j["burst"] if "burst" in j else [{k: j[k] for k in ("form", "addr", "store") if k in j}]
+        flat += j["burst"] if "burst" in j else [{k: j[k] for k in ("form", "addr", "stride", "store")
+                                                  if k in j}]
     t0 = time.perf_counter()
     results, sim_s = run_jobs([{"burst": flat, "image": jobs[0]["image"]}], sim=sim)
     cycles = results[0]["burst"][-1]["done"]
