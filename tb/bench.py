@@ -112,7 +112,7 @@ def sim_speed(sim: str, n: int = 400) -> dict:
         flat += j["burst"] if "burst" in j else [{k: j[k] for k in ("form", "addr", "stride", "store")
                                                   if k in j}]
     t0 = time.perf_counter()
-    results, sim_s = run_jobs([{"burst": flat, "image": jobs[0]["image"]}], sim=sim)
+    results, sim_s = run_jobs([{"burst": flat, "image": jobs[0]["image"]}], sim=sim, optimize=True)
     cycles = results[0]["burst"][-1]["done"]
     return {"simulator": sim, "instructions": n, "seconds": round(sim_s, 1),
             "instructions_per_s": round(n / sim_s), "cycles_per_s": round(cycles / sim_s),
