@@ -17,10 +17,10 @@ from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from . import forms
-from .decompress import FORMAT_CODES, Decompressor
 from tensorlsu.sim.model import WMMA_ADDR_ALIGN
 
+from . import forms
+from .decompress import FORMAT_CODES, Decompressor
 from .params import ROW_BYTES, Params
 from .scheduler import BankScheduler
 from .shuffle import LoadShuffle, beat_rows
