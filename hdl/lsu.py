@@ -197,15 +197,20 @@ class LoadStoreUnit(wiring.Component):
                     m.d.comb += [w_lg_bits.eq(inf.bits.bit_length() - 1),
                                  w_lg_lines.eq(inf.lines.bit_length() - 1), w_lbytes.eq(inf.line_bytes),
                                  w_least.eq(inf.least), w_gmask.eq(inf.stride_grain - 1)]
-        w_sb = Signal(ADDR_BITS + 3)    # stride in bytes
-        w_span = Signal(ADDR_BITS + 9)  # first byte of the last line, from the matrix address
-        m.d.comb += [w_sb.eq((ip.stride << w_lg_bits) >> 3), w_span.eq((w_sb << w_lg_lines) - w_sb)]
+        # A stride of 2^(sw+3) elements or more puts the second line beyond shared memory
+        # even for 1-bit elements: the span arithmetic only needs the low sw+3 bits.
+        sw = p.smem_bytes.bit_length() + 3
+        w_huge = Signal()
+        w_sb = Signal(sw + 3)           # stride in bytes
+        w_span = Signal(sw + 8)         # first byte of the last line, from the matrix address
+        m.d.comb += [w_huge.eq(ip.stride[sw:].any()),
+                     w_sb.eq((ip.stride[:sw] << w_lg_bits) >> 3), w_span.eq((w_sb << w_lg_lines) - w_sb)]
         w_err = Signal(Error)
         with m.If(ip.addr[0][:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0):
             m.d.comb += w_err.eq(Error.MISALIGNED)
         with m.Elif((ip.stride < w_least) | ((ip.stride & w_gmask) != 0)):
             m.d.comb += w_err.eq(Error.STRIDE)
-        with m.Elif(ip.addr[0] + w_span + w_lbytes > p.smem_bytes):
+        with m.Elif(w_huge | (ip.addr[0] + w_span + w_lbytes > p.smem_bytes)):
             m.d.comb += w_err.eq(Error.OUT_OF_RANGE)
 
         in_err = Signal(Error)

@@ -94,8 +94,10 @@ def _wmma_operands(rng: random.Random, inf: forms.FormInfo, smem_bytes: int) -> 
             stride = least - grain
         elif how == "grain" and grain > 1:
             stride += rng.randrange(1, grain)
-        else:
+        elif rng.random() < 0.5:
             base = smem_bytes - span + model.WMMA_ADDR_ALIGN * rng.choice([1, 4, 100])
+        else:  # a stride far beyond shared memory (the unit checks its high bits only)
+            stride = grain * rng.choice([1 << 17, 1 << 21, (1 << 32) // grain - 1])
     return base, stride
 
 
