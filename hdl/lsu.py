@@ -264,6 +264,8 @@ class LoadStoreUnit(wiring.Component):
 
         # ---- instruction entries, in order: one per row buffer ---------------------------
         e_valid = Signal(NBUF)
+        e_set, e_clr = Signal(NBUF), Signal(NBUF)
+        e_free_now = Signal()           # the head entry gives its last beat this cycle
         e_form = [Signal(FORM_BITS, name=f"e{b}_form") for b in range(NBUF)]
         e_err = [Signal(Error, name=f"e{b}_err") for b in range(NBUF)]
         e_pass = [Signal(name=f"e{b}_pass") for b in range(NBUF)]
@@ -442,7 +444,9 @@ class LoadStoreUnit(wiring.Component):
 
         # ---- A → entries and F -------------------------------------------------------------
         slot_free = Signal()
-        m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1))
+        # an entry may be taken in the cycle its previous instruction gives its last beat: the
+        # new rows land two cycles later at the earliest
+        m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1) | (e_free_now & (head == tail)))
         m.d.comb += a_take.eq(a_valid & slot_free & ((a_err != Error.NONE) | f_free))
         m.d.comb += self.instr.ready.eq((~a_valid | a_done) & ~d_valid
                                         & ~(idle & (self.fill.valid | self.dump_req.valid)))
@@ -457,7 +461,8 @@ class LoadStoreUnit(wiring.Component):
         with m.If(f_finish):
             m.d.sync += f_valid.eq(0)
         with m.If(a_take):
-            m.d.sync += [e_valid.bit_select(tail, 1).eq(1), tail.eq(tail + 1)]
+            m.d.comb += e_set.bit_select(tail, 1).eq(1)
+            m.d.sync += tail.eq(tail + 1)
             with m.Switch(tail):
                 for b in range(NBUF):
                     with m.Case(b):
@@ -515,10 +520,12 @@ class LoadStoreUnit(wiring.Component):
                 m.d.comb += [self.result.valid.eq(wdone.bit_select(head, 1)), res.cycles.eq(reported),
                              last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
+        m.d.sync += e_valid.eq((e_valid & ~e_clr) | e_set)
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += beat.eq(beat + 1)
             with m.If(entry_end):
-                m.d.sync += [e_valid.bit_select(head, 1).eq(0), head.eq(head + 1), carry.eq(carry + h_cyc)]
+                m.d.comb += [e_free_now.eq(1), e_clr.bit_select(head, 1).eq(1)]
+                m.d.sync += [head.eq(head + 1), carry.eq(carry + h_cyc)]
             with m.If(last):
                 m.d.sync += [beat.eq(0), carry.eq(0)]
         return m
