@@ -143,7 +143,6 @@ class FormInfo:
             self.passes = [tuple((i, 0) for i in range(rows))]
             self.beat_pass = [0] * self.nregs
             self.table = layouts.row_table(ins)  # (32, nregs, 4, 2): (row, byte)
-        self.rows = len(self.passes[0])
 
     def pass_end(self, p: int) -> int:
         """Last result beat of pass ``p``."""

@@ -81,11 +81,17 @@ class Memory:
         self.shared = _u8(self.shared if self.shared is not None else b"", "shared image")
         self.global_ = _u8(self.global_ if self.global_ is not None else b"", "global image")
 
-    def resolve(self, space: str, addr: int, nbytes: int) -> tuple[np.ndarray, int, str]:
-        """(image, offset, space) of ``nbytes`` at ``addr``; refuses addresses outside the image."""
+    def space_of(self, space: str, addr: int) -> str:
+        """``shared`` or ``global``: a generic address is global when it lies in the global image."""
         g0, g1 = self.global_base, self.global_base + len(self.global_)
         if space == "generic":
-            space = "global" if len(self.global_) and g0 <= addr < g1 else "shared"
+            return "global" if len(self.global_) and g0 <= addr < g1 else "shared"
+        return space
+
+    def resolve(self, space: str, addr: int, nbytes: int) -> tuple[np.ndarray, int, str]:
+        """(image, offset, space) of ``nbytes`` at ``addr``; refuses addresses outside the image."""
+        g0 = self.global_base
+        space = self.space_of(space, addr)
         if space == "global":
             img, off = self.global_, addr - g0
         else:

@@ -52,11 +52,12 @@ class Record:
             return None
         if ins.op == "tcgen05.ld":
             return "tensor"
-        if ins.op != "wmma.load" or ins.space != "generic":
-            return ins.space if ins.op == "wmma.load" else "shared"
-        g0, addr = self.raw.get("gmem_base", 0), self.raw.get("addr")
-        glen = len(self.raw.get("gmem", "")) // 2
-        return "global" if isinstance(addr, int) and glen and g0 <= addr < g0 + glen else "shared"
+        addr = self.raw.get("addr")
+        if ins.op != "wmma.load" or not isinstance(addr, int):
+            return "shared"
+        mem = model.Memory(global_=bytes.fromhex(self.raw.get("gmem", "")),
+                           global_base=self.raw.get("gmem_base", 0))
+        return mem.space_of(ins.space, addr)
 
 
 def _hex(line: int, key: str, v) -> bytes:
