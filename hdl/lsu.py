@@ -126,6 +126,8 @@ class LoadStoreUnit(wiring.Component):
         m = Module()
         p = self.params
         R, Q, LB = p.lanes, p.quads, self.line_bits
+        W = p.window                    # slots the scheduler mixes in one cycle
+        NW = R // W
         qbits = max(1, (Q - 1).bit_length())
         rowbits = qbits + LB            # row index within shared memory
         infos = [forms.info(f) for f in range(len(forms.FORMS))]
@@ -148,13 +150,12 @@ class LoadStoreUnit(wiring.Component):
             ``pass_sig`` (pass 0 when None)."""
             c = {k: Signal(shape, name=f"{prefix}_{k}") for k, shape in (
                 ("valid", 1), ("load", 1), ("wmma", 1), ("used", R), ("nregs", range(R + 1)),
-                ("rows16", 1), ("fmt", 2), ("pend", range(R + 1)), ("lastpass", 1))}
+                ("fmt", 2), ("pend", range(R + 1)), ("lastpass", 1))}
             with m.Switch(fid_sig):
                 for f, inf in enumerate(infos):
                     with m.Case(f):
                         m.d.comb += [c["valid"].eq(1), c["load"].eq(inf.load), c["wmma"].eq(inf.wmma),
                                      c["nregs"].eq(inf.nregs),
-                                     c["rows16"].eq(inf.rows_per_matrix == 16),
                                      c["fmt"].eq(_FMT[inf.src_fmt]),
                                      c["lastpass"].eq(len(inf.passes) - 1)]
                         per = [(inf.used(q), inf.pass_end(q)) for q in range(len(inf.passes))]
@@ -288,20 +289,20 @@ class LoadStoreUnit(wiring.Component):
         quad_of = [f_addr[i][4:4 + qbits] for i in range(R)]
         line_of = [f_addr[i][4 + qbits:4 + qbits + LB] for i in range(R)]
 
-        group = Signal(R)
-        if p.schedule == "h200":
-            # only rows of the lowest matrix with pending rows share a cycle; wmma chunks have
-            # no measured H200 rule and are packed
-            with m.If(fc["wmma"]):
-                m.d.comb += group.eq((1 << R) - 1)
-            for size, sel in ((8, ~fc["rows16"] & ~fc["wmma"]), (16, fc["rows16"])):
-                with m.If(sel):
-                    for g in range(R // size):
-                        mask = ((1 << size) - 1) << (size * g)
-                        with (m.If if g == 0 else m.Elif)((f_pending & mask).any()):
-                            m.d.comb += group.eq(mask)
-        else:
-            m.d.comb += group.eq((1 << R) - 1)
+        # The window served this cycle: the lowest with pending slots (h200: one 8-row group
+        # at a time; wmma chunks too, eight slots per group). Only the window's rows reach the
+        # scheduler, the landing crossbar and the store write crossbar.
+        f_win = Signal(range(NW))
+        for w in reversed(range(NW)):
+            with m.If(f_pending.word_select(w, W).any()):
+                m.d.comb += f_win.eq(w)
+        w_quad = [Signal(qbits, name=f"win_quad{j}") for j in range(W)]
+        w_line = [Signal(LB, name=f"win_line{j}") for j in range(W)]
+        with m.Switch(f_win):
+            for w in range(NW):
+                with m.Case(w):
+                    m.d.comb += [w_quad[j].eq(quad_of[w * W + j]) for j in range(W)]
+                    m.d.comb += [w_line[j].eq(line_of[w * W + j]) for j in range(W)]
         f_all_recv = Signal()
         m.d.comb += f_all_recv.eq(fc["load"] | (f_recv == fc["nregs"]))
         # stmatrix rows may be written once their beat arrived; a packer that mixes matrices
@@ -311,14 +312,19 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += store_ok.eq(Mux(f_all_recv, f_rmask, 0))
         else:
             m.d.comb += store_ok.eq(f_rmask)
-        eligible = Signal(R)
-        m.d.comb += eligible.eq(Mux(f_valid, f_pending & group & Mux(fc["load"], (1 << R) - 1, store_ok), 0))
+        eligible = Signal(W)
+        m.d.comb += eligible.eq(Mux(f_valid, (f_pending & Mux(fc["load"], (1 << R) - 1, store_ok))
+                                    .word_select(f_win, W), 0))
 
-        sched = m.submodules.sched = BankScheduler(rows=R, quads=Q, line_bits=LB)
+        sched = m.submodules.sched = BankScheduler(rows=W, quads=Q, line_bits=LB)
         m.d.comb += sched.eligible.eq(eligible)
-        for i in range(R):
-            m.d.comb += [sched.quad[i].eq(quad_of[i]), sched.line[i].eq(line_of[i])]
-        served = sched.served
+        for j in range(W):
+            m.d.comb += [sched.quad[j].eq(w_quad[j]), sched.line[j].eq(w_line[j])]
+        served = Signal(R)              # the window's served rows, at their slots
+        with m.Switch(f_win):
+            for w in range(NW):
+                with m.Case(w):
+                    m.d.comb += served.eq(sched.served << (w * W))
         any_grant = Signal()
         m.d.comb += any_grant.eq(Cat(*[sched.grant[q].valid for q in range(Q)]).any())
 
@@ -327,6 +333,11 @@ class LoadStoreUnit(wiring.Component):
         f_free = Signal()
         m.d.comb += f_free.eq(~f_valid | f_finish)
 
+        s_win = [Signal(_ROW_BITS, name=f"s_win{j}") for j in range(W)]  # the window's store rows
+        with m.Switch(f_win):
+            for w in range(NW):
+                with m.Case(w):
+                    m.d.comb += [s_win[j].eq(sbuf[w * W + j]) for j in range(W)]
         # loads read, stores write, the granted line of every quad
         for q in range(Q):
             g = sched.grant[q]
@@ -336,9 +347,9 @@ class LoadStoreUnit(wiring.Component):
             with m.Else():
                 m.d.comb += wr[q].en.eq(g.valid)
                 with m.Switch(g.row):
-                    for i in range(R):
-                        with m.Case(i):
-                            m.d.comb += wr[q].data.eq(sbuf[i])
+                    for j in range(W):
+                        with m.Case(j):
+                            m.d.comb += wr[q].data.eq(s_win[j])
 
         with m.If(f_valid):
             with m.If(any_grant):
@@ -349,44 +360,54 @@ class LoadStoreUnit(wiring.Component):
             m.d.sync += f_pending.eq(f_pending & ~served)
 
         # ---- rows land one cycle after they were read (through the decompressor) ---------
-        land = Signal(R)
+        land = Signal(W)                # window slots landing
+        land_win = Signal(range(NW))
         land_buf = Signal(range(NBUF))
         land_fmt = Signal(2)
-        land_quad = [Signal(qbits, name=f"land_quad{i}") for i in range(R)]
-        m.d.sync += [land.eq(Mux(f_valid & fc["load"], served, 0)), land_buf.eq(f_buf),
-                     land_fmt.eq(fc["fmt"])]
-        m.d.sync += [land_quad[i].eq(quad_of[i]) for i in range(R)]
+        land_quad = [Signal(qbits, name=f"land_quad{j}") for j in range(W)]
+        m.d.sync += [land.eq(Mux(f_valid & fc["load"], sched.served, 0)), land_win.eq(f_win),
+                     land_buf.eq(f_buf), land_fmt.eq(fc["fmt"])]
+        m.d.sync += [land_quad[j].eq(w_quad[j]) for j in range(W)]
         # a wmma line narrower than a row (8 bytes) may start in the upper half of its row:
         # such a slot lands with its halves swapped, so its bytes are always bytes 0-7
-        half_slots = sorted({s for _, inf in wmmas if inf.line_bytes < ROW_BYTES
+        half_slots = sorted({s % W for _, inf in wmmas if inf.line_bytes < ROW_BYTES
                              for q in inf.passes for s in range(len(q))})
-        land_half = Signal(R)
-        m.d.sync += [land_half[i].eq(f_addr[i][3]) for i in half_slots]
+        land_half = Signal(W)
+        with m.Switch(f_win):
+            for w in range(NW):
+                with m.Case(w):
+                    m.d.sync += [land_half[j].eq(f_addr[w * W + j][3]) for j in half_slots]
         dec = []
         for q in range(Q):
             d = m.submodules[f"decompress{q}"] = Decompressor()
             m.d.comb += [d.row.eq(rd[q].data), d.fmt.eq(land_fmt)]
             dec.append(d.out)
-        for i in range(R):
-            row_in = Signal(_ROW_BITS, name=f"row_in{i}")
-            with m.Switch(land_quad[i]):
+        land_all = Signal(R)            # the landing slots, at their place in the buffer
+        with m.Switch(land_win):
+            for w in range(NW):
+                with m.Case(w):
+                    m.d.comb += land_all.eq(land << (w * W))
+        for j in range(W):
+            row_in = Signal(_ROW_BITS, name=f"row_in{j}")
+            with m.Switch(land_quad[j]):
                 for q in range(Q):
                     with m.Case(q):
-                        if i in half_slots:
+                        if j in half_slots:
                             # only the low half of such a slot is ever read
                             h = _ROW_BITS // 2
-                            m.d.comb += row_in.eq(Cat(Mux(land_half[i], dec[q][h:], dec[q][:h]), dec[q][h:]))
+                            m.d.comb += row_in.eq(Cat(Mux(land_half[j], dec[q][h:], dec[q][:h]), dec[q][h:]))
                         else:
                             m.d.comb += row_in.eq(dec[q])
-            with m.If(land[i]):
-                with m.Switch(land_buf):
-                    for b in range(NBUF):
-                        with m.Case(b):
-                            m.d.sync += rowbuf[b][i].eq(row_in)
+            for w in range(NW):
+                with m.If(land_all[w * W + j]):
+                    with m.Switch(land_buf):
+                        for b in range(NBUF):
+                            with m.Case(b):
+                                m.d.sync += rowbuf[b][w * W + j].eq(row_in)
         with m.Switch(land_buf):
             for b in range(NBUF):
                 with m.Case(b):
-                    m.d.sync += landed[b].eq(landed[b] | land)
+                    m.d.sync += landed[b].eq(landed[b] | land_all)
 
         # ---- stmatrix data beats into the store rows -------------------------------------
         # The first beat of the next stmatrix may arrive in the cycle the current one writes

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tensorlsu.sim.model import GROUP_ROWS
+
 __all__ = ["Params", "POLICIES", "MAX_SMEM_BYTES"]
 
 #: Bank scheduling policies: the H200's (one matrix per wavefront) and a mixing packer.
@@ -77,6 +79,14 @@ class Params:
     def quads(self) -> int:
         """Groups of banks that hold one 16-byte row."""
         return self.line_bytes // ROW_BYTES
+
+    @property
+    def window(self) -> int:
+        """Row slots the bank scheduler may mix in one cycle: one 8-row group (an ``.m8n8``
+        matrix, half of an ``.m16n16`` one, eight wmma chunks) under ``"h200"``, every slot
+        under ``"packed"``. The scheduler, the landing crossbar and the store write crossbar
+        are this wide."""
+        return GROUP_ROWS if self.schedule == "h200" else self.lanes
 
     @property
     def lines(self) -> int:

@@ -342,6 +342,10 @@ def tcgen05_ld(ins: Instr | str, tmem, taddr: int, warp: int, split: int | None 
 # Shared-memory cycles
 # --------------------------------------------------------------------------------------
 
+#: Rows the H200 serves as one group (one .m8n8 matrix: 128 bytes).
+GROUP_ROWS = 8
+
+
 def _quads(addrs: Iterable[int], banks: int, bank_bytes: int) -> dict[int, set[int]]:
     groups = (banks * bank_bytes) // layouts.ROW_BYTES
     q: dict[int, set[int]] = {}
@@ -357,7 +361,8 @@ def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
     ``"h200"``: per matrix, the largest number of distinct row addresses in one bank quad,
     summed over matrices (FACTS.md: exact on every measured pattern). ``"packed"``: a
     scheduler that mixes matrices, bounded by one cycle per 8 rows and by the busiest quad.
-    A ``.m16n16`` matrix counts as one matrix of 16 rows (an extrapolation: not measured).
+    A ``.m16n16`` matrix (256 bytes) counts as two groups of 8 rows, each a 128-byte group
+    like an ``.m8n8`` matrix (an extrapolation: not measured).
     """
     ins = _ins(ins)
     if policy not in POLICIES:
@@ -366,11 +371,11 @@ def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
         raise ModelError(f"wavefronts: no cycle rule for {ins.op} (ldmatrix and stmatrix only)")
     reqs = plan(ins, addr)
     if policy == "h200":
-        total = 0
-        for m in range(ins.num):
-            q = _quads((r.addr for r in reqs if r.matrix == m), banks, bank_bytes)
-            total += max(len(s) for s in q.values())
-        return total
+        groups: dict[tuple[int, int], list[int]] = {}
+        for r in reqs:
+            groups.setdefault((r.matrix, r.row // GROUP_ROWS), []).append(r.addr)
+        return sum(max(len(s) for s in _quads(g, banks, bank_bytes).values())
+                   for g in groups.values())
     q = _quads((r.addr for r in reqs), banks, bank_bytes)
     per_cycle = (banks * bank_bytes) // layouts.ROW_BYTES
     return max(-(-len(reqs) // per_cycle), max(len(s) for s in q.values()))

@@ -24,6 +24,7 @@ import numpy as np
 from tensorlsu.hdl import forms
 from tensorlsu.hdl.cosim import run_jobs
 from tensorlsu.hdl.lsu import Error
+from tensorlsu.hdl.params import Params
 from tensorlsu.sim import layouts, model
 
 ROW = 16
@@ -101,14 +102,16 @@ def _wmma_operands(rng: random.Random, inf: forms.FormInfo, smem_bytes: int) -> 
     return base, stride
 
 
-def wmma_cycles(inf: forms.FormInfo, base: int, stride: int, quads: int = 8) -> int:
-    """Bank cycles of a wmma.load packed pass by pass: per pass, the most distinct 16-byte
-    rows any bank quad holds among the pass's chunks."""
+def wmma_cycles(inf: forms.FormInfo, base: int, stride: int, window: int, quads: int = 8) -> int:
+    """Bank cycles of a wmma.load, window by window of each pass (``window`` slots: 8 under
+    h200, the whole pass under packed): the most distinct 16-byte rows any bank quad holds
+    among the window's chunks, summed."""
     total = 0
     for slots in inf.passes:
-        rows = {(base + line * stride * inf.bits // 8 + ROW * chunk) // ROW for line, chunk in slots}
-        per = collections.Counter(r % quads for r in rows)
-        total += max(per.values())
+        for w in range(0, len(slots), window):
+            rows = {(base + line * stride * inf.bits // 8 + ROW * chunk) // ROW
+                    for line, chunk in slots[w:w + window]}
+            total += max(collections.Counter(r % quads for r in rows).values())
     return total
 
 
@@ -133,7 +136,7 @@ def make_jobs(n: int, seed: int, policy: str, smem_bytes: int):
             exp = {"form": ins.form}
             try:
                 exp["regs"] = model.wmma_load(ins, model.Memory(shared=mem), base, stride)
-                exp["cycles"] = wmma_cycles(inf, base, stride)
+                exp["cycles"] = wmma_cycles(inf, base, stride, Params(schedule=policy).window)
             except model.ModelError as e:
                 exp["error"] = str(e)
             jobs.append(job)

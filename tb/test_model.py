@@ -284,6 +284,15 @@ def test_wavefronts_rule():
         model.wavefronts(P("wmma.load.c.sync.aligned.row.m16n16k16.f32", "sm_90a"), free)
 
 
+def test_wavefronts_m16n16_counts_8_row_groups():
+    """A 16-row matrix is served as two 128-byte groups: each half's busiest quad counts."""
+    ins = P("ldmatrix.sync.aligned.m16n16.x1.trans.b8")
+    a = [128 * t for t in range(8)] + [16 + 128 * t for t in range(8)] + [0] * 16
+    assert model.wavefronts(ins, a) == 8 + 8          # half 0 all in quad 0, half 1 in quad 1
+    assert model.wavefronts(ins, a, "packed") == 8    # a packer serves both halves together
+    assert model.wavefronts(ins, [16 * t for t in range(32)]) == 2
+
+
 def test_packed_never_above_h200():
     for num in (1, 2, 4):
         ins = P(f"ldmatrix.sync.aligned.m8n8.x{num}.b16")
