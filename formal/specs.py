@@ -144,10 +144,12 @@ class ShuffleSpec(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        d = m.submodules.dut = LoadShuffle()
-        flat = Signal(128 * 32)
-        m.d.comb += [flat.eq(AnySeq(128 * 32)), d.form.eq(AnySeq(len(d.form))), d.beat.eq(AnySeq(len(d.beat)))]
-        m.d.comb += [d.rows[i].eq(flat[128 * i:128 * (i + 1)]) for i in range(32)]
+        d = m.submodules.dut = LoadShuffle(buffers=2)
+        flat = Signal(2 * 128 * 32)
+        m.d.comb += [flat.eq(AnySeq(len(flat))), d.form.eq(AnySeq(len(d.form))),
+                     d.beat.eq(AnySeq(len(d.beat))), d.buf.eq(AnySeq(1))]
+        m.d.comb += [d.rows[b][i].eq(flat[128 * (32 * b + i):128 * (32 * b + i + 1)])
+                     for b in range(2) for i in range(32)]
         groups = {}
         for f in range(len(forms.FORMS)):
             inf = forms.info(f)
@@ -161,7 +163,8 @@ class ShuffleSpec(Elaboratable):
                 for k, (row, byte) in enumerate(mapping):
                     # Lane k//4 byte k%4 of the beat is byte `byte` of slot `row` (hdl/forms.py
                     # tables, from sim/layouts.py).
-                    m.d.comb += Assert(d.out.word_select(k, 8) == flat.word_select(16 * row + byte, 8))
+                    m.d.comb += Assert(d.out.word_select(k, 8)
+                                       == flat.word_select(d.buf * 512 + 16 * row + byte, 8))
         return m
 
 

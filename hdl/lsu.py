@@ -501,20 +501,18 @@ class LoadStoreUnit(wiring.Component):
         h_err = Signal(Error)
         h_landed = Signal(R)
         h_cyc = Signal(CYCLE_BITS)
-        h_rows = [Signal(_ROW_BITS, name=f"h_row{i}") for i in range(R)]
         with m.Switch(head):
             for b in range(NBUF):
                 with m.Case(b):
                     m.d.comb += [h_form.eq(e_form[b]), h_pass.eq(e_pass[b]), h_err.eq(e_err[b]),
                                  h_landed.eq(landed[b]), h_cyc.eq(cyc[b])]
-                    m.d.comb += [h_rows[i].eq(rowbuf[b][i]) for i in range(R)]
         hc = form_consts(h_form, "h", h_pass)
         h_valid = Signal()
         m.d.comb += h_valid.eq(e_valid.bit_select(head, 1))
         beat = Signal(range(R + 1))
-        shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS)
-        m.d.comb += [shuf.form.eq(h_form), shuf.beat.eq(beat)]
-        m.d.comb += [shuf.rows[i].eq(h_rows[i]) for i in range(R)]
+        shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS, buffers=NBUF)
+        m.d.comb += [shuf.form.eq(h_form), shuf.beat.eq(beat), shuf.buf.eq(head)]
+        m.d.comb += [shuf.rows[b][i].eq(rowbuf[b][i]) for b in range(NBUF) for i in range(R)]
         need, shuffled = shuf.need, shuf.out
         carry = Signal(CYCLE_BITS)      # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)

@@ -54,35 +54,38 @@ _WINDOW = 32  # slots one beat may read (a wmma .c .f64 row-major beat reads all
 
 class LoadShuffle(wiring.Component):
     """Combinational: ``out`` is result beat ``beat`` of load form ``form`` (32 lanes × 32
-    bits) taken from the row slots ``rows``, byte for byte as the form's table says
+    bits) taken from the row slots of buffer ``buf``, byte for byte as the form's table says
     (:class:`tensorlsu.hdl.forms.FormInfo`, from :mod:`tensorlsu.sim.layouts`); ``need`` is the
     mask of slots it reads. Forms that are not loads give zero.
 
     Built in two stages from the tables (:func:`_plan`): a window of slots at the beat's
-    matrix, then one of the few distinct byte patterns.
+    matrix in the chosen buffer (one multiplexer picks both), then one of the few distinct
+    byte patterns. Patterns that take an output byte from the same window byte share its
+    select, so each output byte multiplexes only its distinct sources.
 
     Members
     -------
     form : In(form_bits)
     beat : In(range(lanes + 1))
-    rows : In(ArrayLayout(128, lanes))
+    buf : In(range(buffers))
+    rows : In(ArrayLayout(ArrayLayout(128, lanes), buffers))
     out : Out(32 * lanes)
     need : Out(lanes)
     """
 
-    def __init__(self, *, lanes: int = 32, form_bits: int = 7):
-        self.lanes = lanes
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7, buffers: int = 1):
+        self.lanes, self.buffers = lanes, buffers
         super().__init__({
-            "form": In(form_bits), "beat": In(range(lanes + 1)),
-            "rows": In(data.ArrayLayout(unsigned(_ROW_BITS), lanes)),
+            "form": In(form_bits), "beat": In(range(lanes + 1)), "buf": In(range(max(2, buffers))),
+            "rows": In(data.ArrayLayout(data.ArrayLayout(unsigned(_ROW_BITS), lanes), buffers)),
             "out": Out(32 * lanes), "need": Out(lanes)})
 
     def elaborate(self, platform):
         m = Module()
         patterns, cases = _plan()
-        base = Signal(range(max(b for b, _ in cases.values()) + 1))
-        pat = Signal(range(max(1, len(patterns))))
-        valid = Signal()
+        bases = sorted({b for b, _ in cases.values()})
+        base_is = {b: Signal(name=f"base{b}") for b in bases}     # one-hot window base
+        pat_is = [Signal(name=f"pat{k}") for k in range(len(patterns))]  # one-hot pattern
         with m.Switch(self.form):
             for f in range(len(forms.FORMS)):
                 inf = forms.info(f)
@@ -93,29 +96,45 @@ class LoadShuffle(wiring.Component):
                         for r in range(inf.nregs):
                             with m.Case(r):
                                 b, k = cases[(f, r)]
-                                m.d.comb += [base.eq(b), pat.eq(k), valid.eq(1),
+                                m.d.comb += [base_is[b].eq(1), pat_is[k].eq(1),
                                              self.need.eq(beat_rows(inf, r))]
-        # window row w only needs the bases some pattern reads it from
+        # window row w only needs the (buffer, base) pairs some pattern reads it from
         used = {w: set() for w in range(_WINDOW)}
         for b, k in cases.values():
             for row, _ in patterns[k]:
                 used[row].add(b)
+        pick = {}
+        for buf in range(self.buffers):
+            for b in bases:
+                sel = Signal(name=f"pick_buf{buf}_base{b}")
+                m.d.comb += sel.eq(base_is[b] & (self.buf == buf))
+                pick[(buf, b)] = sel
         window = []
         for w in range(_WINDOW):
-            sel = 0
-            for b in sorted(used[w]):
-                sel = sel | Mux(base == b, self.rows[b + w], 0)
+            acc = 0
+            for buf in range(self.buffers):
+                for b in sorted(used[w]):
+                    acc = acc | Mux(pick[(buf, b)], self.rows[buf][b + w], 0)
             row = Signal(_ROW_BITS, name=f"window{w}")
-            m.d.comb += row.eq(sel)
+            m.d.comb += row.eq(acc)
             window.append(row)
+        any_of = {}                     # select of "pattern in this set", shared by bytes
+
+        def select(ks):
+            if ks not in any_of:
+                sel = Signal(name="pats_" + "_".join(map(str, sorted(ks))))
+                m.d.comb += sel.eq(Cat(*[pat_is[k] for k in sorted(ks)]).any())
+                any_of[ks] = sel
+            return any_of[ks]
+
         parts = []
-        for t in range(self.lanes):
-            for b in range(4):
-                i = 4 * t + b
-                choice = 0
-                for k, pattern in enumerate(patterns):
-                    row, byte = pattern[i]
-                    choice = choice | Mux(pat == k, window[row][8 * byte:8 * byte + 8], 0)
-                parts.append(choice)
-        m.d.comb += self.out.eq(Mux(valid, Cat(*parts), 0))
+        for i in range(4 * self.lanes):
+            sources = {}
+            for k, pattern in enumerate(patterns):
+                sources.setdefault(pattern[i], set()).add(k)
+            choice = 0
+            for (row, byte), ks in sources.items():
+                choice = choice | Mux(select(frozenset(ks)), window[row][8 * byte:8 * byte + 8], 0)
+            parts.append(choice)
+        m.d.comb += self.out.eq(Cat(*parts))
         return m

@@ -34,7 +34,7 @@ def blocks(policy: str):
     return {
         "scheduler": lambda: BankScheduler(rows=32, quads=8, line_bits=7),
         "decompress": lambda: Decompressor(),
-        "shuffle": lambda: LoadShuffle(),
+        "shuffle": lambda: LoadShuffle(buffers=2),
         "unit": lambda: LoadStoreUnit(Params(schedule=policy)),
     }
 
