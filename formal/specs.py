@@ -13,7 +13,7 @@ from tensorlsu.hdl.decompress import FORMAT_CODES, Decompressor
 from tensorlsu.hdl.lsu import Error, LoadStoreUnit
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.scheduler import BankScheduler
-from tensorlsu.hdl.shuffle import LoadShuffle
+from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
 
 __all__ = ["SPECS"]
 
@@ -168,6 +168,29 @@ class ShuffleSpec(Elaboratable):
         return m
 
 
+class StoreShuffleSpec(Elaboratable):
+    """Every stmatrix source beat lands in the rows its layout table names, for all data."""
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = StoreShuffle()
+        m.d.comb += [d.data.eq(AnySeq(len(d.data))), d.form.eq(AnySeq(len(d.form))),
+                     d.beat.eq(AnySeq(len(d.beat)))]
+        flat = Cat(*[d.rows[j] for j in range(8)])
+        for f in range(len(forms.FORMS)):
+            inf = forms.info(f)
+            if inf.load:
+                continue
+            for r in range(inf.nregs):
+                with m.If((d.form == f) & (d.beat == r)):
+                    m.d.comb += Assert(d.group == r)
+                    for k, (row, byte) in enumerate(inf.table[:, r].reshape(-1, 2)):
+                        # Byte `byte` of row `row` is lane k//4 byte k%4 of the beat.
+                        m.d.comb += Assert(flat.word_select(16 * (int(row) - 8 * r) + int(byte), 8)
+                                           == d.data.as_value().word_select(k, 8))
+        return m
+
+
 class StreamRules(Elaboratable):
     """The unit's result and dump streams keep the handshake rules, and no beat comes
     without an instruction; the environment keeps them on the input streams."""
@@ -238,6 +261,7 @@ SPECS = {
                    "8 rows finish within 8 cycles; after that nothing changes"),
     "decompress": (lambda: DecompressorSpec(), "prove", 1, "combinational"),
     "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input"),
+    "store_shuffle": (lambda: StoreShuffleSpec(), "prove", 1, "combinational"),
     "streams": (lambda: StreamRules(), "bmc", 6,
                 "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),
     "broken": (lambda: SchedulerContract(BrokenBroadcast), "prove", 1, "must FAIL"),

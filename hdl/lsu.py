@@ -21,9 +21,9 @@ from tensorlsu.sim.model import WMMA_ADDR_ALIGN
 
 from . import forms
 from .decompress import FORMAT_CODES, Decompressor
-from .params import ROW_BYTES, Params
+from .params import GROUP_ROWS, ROW_BYTES, Params
 from .scheduler import BankScheduler
-from .shuffle import LoadShuffle, beat_rows
+from .shuffle import LoadShuffle, StoreShuffle
 
 __all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS"]
 
@@ -412,8 +412,6 @@ class LoadStoreUnit(wiring.Component):
         # ---- stmatrix data beats into the store rows -------------------------------------
         # The first beat of the next stmatrix may arrive in the cycle the current one writes
         # its last rows (it fills other rows, or rows already read): stores run back to back.
-        store_flat = Signal(32 * R)
-        m.d.comb += store_flat.eq(self.store.payload)
         pre = Signal()
         m.d.comb += pre.eq(f_finish & a_valid & (a_err == Error.NONE) & ~e_valid.bit_select(tail, 1)
                            & ac["valid"] & ~ac["load"])
@@ -424,22 +422,14 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += [recv_form.eq(Mux(pre, a_form, f_form)), recv_idx.eq(Mux(pre, 0, f_recv))]
         store_hs = Signal()
         m.d.comb += store_hs.eq(self.store.valid & self.store.ready)
-        with m.Switch(recv_form):
-            for f, inf in enumerate(infos):
-                if inf.load:
-                    continue
-                with m.Case(f):
-                    with m.Switch(recv_idx):
-                        for r in range(inf.nregs):
-                            with m.Case(r):
-                                m.d.comb += recv_rows.eq(beat_rows(inf, r))
-                                with m.If(store_hs):
-                                    for t in range(R):
-                                        for b in range(4):
-                                            row, byte = (int(x) for x in inf.table[t, r, b])
-                                            k = 8 * (4 * t + b)
-                                            m.d.sync += sbuf[row][8 * byte:8 * byte + 8].eq(
-                                                store_flat[k:k + 8])
+        sshuf = m.submodules.store_shuffle = StoreShuffle(lanes=R, form_bits=FORM_BITS)
+        m.d.comb += [sshuf.form.eq(recv_form), sshuf.beat.eq(recv_idx), sshuf.data.eq(self.store.payload),
+                     recv_rows.eq(sshuf.need)]
+        with m.If(store_hs):
+            with m.Switch(sshuf.group):
+                for g in range(R // GROUP_ROWS):
+                    with m.Case(g):
+                        m.d.sync += [sbuf[GROUP_ROWS * g + j].eq(sshuf.rows[j]) for j in range(GROUP_ROWS)]
         with m.If(store_hs & ~pre):
             m.d.sync += [f_recv.eq(f_recv + 1), f_rmask.eq(f_rmask | recv_rows)]
         with m.If(f_finish & ~fc["load"]):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS
 
-__all__ = ["Params", "POLICIES", "MAX_SMEM_BYTES"]
+__all__ = ["Params", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "GROUP_ROWS"]
 
 #: Bank scheduling policies: the H200's (one matrix per wavefront) and a mixing packer.
 POLICIES = ("h200", "packed")

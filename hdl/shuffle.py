@@ -1,7 +1,7 @@
 """Fragment shuffle networks, generated from the model's layout tables.
 
 :class:`LoadShuffle` turns the row buffer into result beat ``beat`` of a load form;
-:func:`store_shuffle` is the inverse wiring used by stmatrix (beats into rows).
+:class:`StoreShuffle` turns an stmatrix source beat into the rows it stores.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import forms
+from .params import GROUP_ROWS
 
-__all__ = ["LoadShuffle", "beat_rows"]
+__all__ = ["LoadShuffle", "StoreShuffle", "beat_rows"]
 
 _ROW_BITS = 128
 
@@ -137,4 +138,74 @@ class LoadShuffle(wiring.Component):
                 choice = choice | Mux(select(frozenset(ks)), window[row][8 * byte:8 * byte + 8], 0)
             parts.append(choice)
         m.d.comb += self.out.eq(Cat(*parts))
+        return m
+
+
+def _store_plan():
+    """Every stmatrix beat ``r`` fills exactly the rows of group ``r`` (8 rows, 128 bytes):
+    returns the distinct in-group byte patterns and each store form's pattern index."""
+    patterns, of_form = [], {}
+    for f in range(len(forms.FORMS)):
+        inf = forms.info(f)
+        if inf.load:
+            continue
+        for r in range(inf.nregs):
+            rows = inf.table[:, r, :, 0].astype(int).ravel()
+            assert set(rows // GROUP_ROWS) == {r} and len(set(zip(rows, inf.table[:, r, :, 1].ravel()))) == 128, \
+                "a store beat does not fill exactly one group"
+            key = tuple((int(row) - GROUP_ROWS * r, int(b)) for row, b in zip(rows, inf.table[:, r, :, 1].ravel()))
+            if key not in patterns:
+                patterns.append(key)
+            assert of_form.setdefault(f, patterns.index(key)) == patterns.index(key), \
+                "the beats of one store form differ in pattern"
+    return patterns, of_form
+
+
+class StoreShuffle(wiring.Component):
+    """Combinational: source beat ``beat`` of stmatrix form ``form`` (32 lanes × 32 bits) as
+    the 8 rows of the group it stores (``group``; ``need``: those rows as a slot mask), byte
+    for byte as the form's table says. Forms that are not stores give no rows.
+
+    Members
+    -------
+    form : In(form_bits)
+    beat : In(range(lanes + 1))
+    data : In(ArrayLayout(32, lanes))
+    rows : Out(ArrayLayout(128, 8))
+    group : Out(range(lanes // 8))
+    need : Out(lanes)
+    """
+
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7):
+        self.lanes = lanes
+        super().__init__({
+            "form": In(form_bits), "beat": In(range(lanes + 1)),
+            "data": In(data.ArrayLayout(unsigned(32), lanes)),
+            "rows": Out(data.ArrayLayout(unsigned(_ROW_BITS), GROUP_ROWS)),
+            "group": Out(range(lanes // GROUP_ROWS)), "need": Out(lanes)})
+
+    def elaborate(self, platform):
+        m = Module()
+        patterns, of_form = _store_plan()
+        pat_is = [Signal(name=f"pat{k}") for k in range(len(patterns))]
+        with m.Switch(self.form):
+            for f, k in of_form.items():
+                with m.Case(f):
+                    m.d.comb += pat_is[k].eq(1)
+                    with m.Switch(self.beat):
+                        for r in range(forms.info(f).nregs):
+                            with m.Case(r):
+                                m.d.comb += [self.group.eq(r),
+                                             self.need.eq(((1 << GROUP_ROWS) - 1) << (GROUP_ROWS * r))]
+        flat = Cat(*[self.data[t] for t in range(self.lanes)])
+        source = [{} for _ in range(GROUP_ROWS * 16)]   # group byte -> lane byte -> patterns
+        for k, pattern in enumerate(patterns):
+            for i, (row, byte) in enumerate(pattern):
+                source[16 * row + byte].setdefault(i, []).append(k)
+        for j in range(GROUP_ROWS):
+            for byte in range(16):
+                acc = 0
+                for i, ks in source[16 * j + byte].items():
+                    acc = acc | Mux(Cat(*[pat_is[k] for k in ks]).any(), flat[8 * i:8 * i + 8], 0)
+                m.d.comb += self.rows[j][8 * byte:8 * byte + 8].eq(acc)
         return m
