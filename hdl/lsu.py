@@ -21,6 +21,7 @@ from tensorlsu.sim.model import WMMA_ADDR_ALIGN
 
 from . import forms
 from .decompress import FORMAT_CODES, Decompressor
+from .mux import mux_tree
 from .params import GROUP_ROWS, ROW_BYTES, Params
 from .scheduler import BankScheduler
 from .shuffle import LoadShuffle, StoreShuffle
@@ -334,10 +335,7 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += f_free.eq(~f_valid | f_finish)
 
         s_win = [Signal(_ROW_BITS, name=f"s_win{j}") for j in range(W)]  # the window's store rows
-        with m.Switch(f_win):
-            for w in range(NW):
-                with m.Case(w):
-                    m.d.comb += [s_win[j].eq(sbuf[w * W + j]) for j in range(W)]
+        m.d.comb += [s_win[j].eq(mux_tree(f_win, sbuf[j::W])) for j in range(W)]
         # loads read, stores write, the granted line of every quad
         for q in range(Q):
             g = sched.grant[q]
@@ -346,10 +344,7 @@ class LoadStoreUnit(wiring.Component):
                 m.d.comb += rd[q].en.eq(g.valid)
             with m.Else():
                 m.d.comb += wr[q].en.eq(g.valid)
-                with m.Switch(g.row):
-                    for j in range(W):
-                        with m.Case(j):
-                            m.d.comb += wr[q].data.eq(s_win[j])
+            m.d.comb += wr[q].data.eq(mux_tree(g.row, s_win))
 
         with m.If(f_valid):
             with m.If(any_grant):
@@ -389,15 +384,14 @@ class LoadStoreUnit(wiring.Component):
                     m.d.comb += land_all.eq(land << (w * W))
         for j in range(W):
             row_in = Signal(_ROW_BITS, name=f"row_in{j}")
-            with m.Switch(land_quad[j]):
-                for q in range(Q):
-                    with m.Case(q):
-                        if j in half_slots:
-                            # only the low half of such a slot is ever read
-                            h = _ROW_BITS // 2
-                            m.d.comb += row_in.eq(Cat(Mux(land_half[j], dec[q][h:], dec[q][:h]), dec[q][h:]))
-                        else:
-                            m.d.comb += row_in.eq(dec[q])
+            m.d.comb += row_in.eq(mux_tree(land_quad[j], dec))
+            if j in half_slots:
+                # only the low half of such a slot is ever read: it takes the high half of
+                # the row when the line starts at byte 8
+                h = _ROW_BITS // 2
+                row_q = row_in
+                row_in = Signal(_ROW_BITS, name=f"row_in{j}_half")
+                m.d.comb += row_in.eq(Cat(Mux(land_half[j], row_q[h:], row_q[:h]), row_q[h:]))
             for w in range(NW):
                 with m.If(land_all[w * W + j]):
                     with m.Switch(land_buf):

@@ -11,6 +11,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import forms
+from .mux import mux_tree
 from .params import GROUP_ROWS
 
 __all__ = ["LoadShuffle", "StoreShuffle", "beat_rows"]
@@ -57,12 +58,11 @@ class LoadShuffle(wiring.Component):
     """Combinational: ``out`` is result beat ``beat`` of load form ``form`` (32 lanes × 32
     bits) taken from the row slots of buffer ``buf``, byte for byte as the form's table says
     (:class:`tensorlsu.hdl.forms.FormInfo`, from :mod:`tensorlsu.sim.layouts`); ``need`` is the
-    mask of slots it reads. Forms that are not loads give zero.
+    mask of slots it reads. For forms that are not loads ``out`` is unspecified.
 
-    Built in two stages from the tables (:func:`_plan`): a window of slots at the beat's
-    matrix in the chosen buffer (one multiplexer picks both), then one of the few distinct
-    byte patterns. Patterns that take an output byte from the same window byte share its
-    select, so each output byte multiplexes only its distinct sources.
+    Built in two stages from the tables (:func:`_plan`), each a binary multiplexer tree: a
+    window of slots at the beat's matrix in the chosen buffer (one tree picks both), then
+    one of the few distinct byte patterns.
 
     Members
     -------
@@ -85,8 +85,8 @@ class LoadShuffle(wiring.Component):
         m = Module()
         patterns, cases = _plan()
         bases = sorted({b for b, _ in cases.values()})
-        base_is = {b: Signal(name=f"base{b}") for b in bases}     # one-hot window base
-        pat_is = [Signal(name=f"pat{k}") for k in range(len(patterns))]  # one-hot pattern
+        base_idx = Signal(range(len(bases)))
+        pat = Signal(range(len(patterns)))
         with m.Switch(self.form):
             for f in range(len(forms.FORMS)):
                 inf = forms.info(f)
@@ -97,46 +97,36 @@ class LoadShuffle(wiring.Component):
                         for r in range(inf.nregs):
                             with m.Case(r):
                                 b, k = cases[(f, r)]
-                                m.d.comb += [base_is[b].eq(1), pat_is[k].eq(1),
+                                m.d.comb += [base_idx.eq(bases.index(b)), pat.eq(k),
                                              self.need.eq(beat_rows(inf, r))]
-        # window row w only needs the (buffer, base) pairs some pattern reads it from
+        # window row w: slot base + w of the buffer, over the bases some pattern reads it
+        # from (a base it is never read from repeats a used one, so the tree shrinks)
         used = {w: set() for w in range(_WINDOW)}
         for b, k in cases.values():
             for row, _ in patterns[k]:
                 used[row].add(b)
-        pick = {}
-        for buf in range(self.buffers):
-            for b in bases:
-                sel = Signal(name=f"pick_buf{buf}_base{b}")
-                m.d.comb += sel.eq(base_is[b] & (self.buf == buf))
-                pick[(buf, b)] = sel
+        nb = 1 << (len(bases) - 1).bit_length()
+        sel = Cat(base_idx, self.buf) if self.buffers > 1 else base_idx
         window = []
         for w in range(_WINDOW):
-            acc = 0
+            options = []
             for buf in range(self.buffers):
-                for b in sorted(used[w]):
-                    acc = acc | Mux(pick[(buf, b)], self.rows[buf][b + w], 0)
+                slots = {b: self.rows[buf][b + w] for b in sorted(used[w])}
+                first = next(iter(slots.values()), None)
+                per = [slots.get(b, first) for b in bases]
+                options += per + [per[-1]] * (nb - len(per))
             row = Signal(_ROW_BITS, name=f"window{w}")
-            m.d.comb += row.eq(acc)
+            if options[0] is not None:
+                m.d.comb += row.eq(mux_tree(sel, options))
             window.append(row)
-        any_of = {}                     # select of "pattern in this set", shared by bytes
+        byte_of = {}                    # one Value per window byte, so equal options merge
 
-        def select(ks):
-            if ks not in any_of:
-                sel = Signal(name="pats_" + "_".join(map(str, sorted(ks))))
-                m.d.comb += sel.eq(Cat(*[pat_is[k] for k in sorted(ks)]).any())
-                any_of[ks] = sel
-            return any_of[ks]
+        def src(row, byte):
+            if (row, byte) not in byte_of:
+                byte_of[(row, byte)] = window[row][8 * byte:8 * byte + 8]
+            return byte_of[(row, byte)]
 
-        parts = []
-        for i in range(4 * self.lanes):
-            sources = {}
-            for k, pattern in enumerate(patterns):
-                sources.setdefault(pattern[i], set()).add(k)
-            choice = 0
-            for (row, byte), ks in sources.items():
-                choice = choice | Mux(select(frozenset(ks)), window[row][8 * byte:8 * byte + 8], 0)
-            parts.append(choice)
+        parts = [mux_tree(pat, [src(*pattern[i]) for pattern in patterns]) for i in range(4 * self.lanes)]
         m.d.comb += self.out.eq(Cat(*parts))
         return m
 
@@ -164,7 +154,7 @@ def _store_plan():
 class StoreShuffle(wiring.Component):
     """Combinational: source beat ``beat`` of stmatrix form ``form`` (32 lanes × 32 bits) as
     the 8 rows of the group it stores (``group``; ``need``: those rows as a slot mask), byte
-    for byte as the form's table says. Forms that are not stores give no rows.
+    for byte as the form's table says. For forms that are not stores ``need`` is zero.
 
     Members
     -------
@@ -187,25 +177,21 @@ class StoreShuffle(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         patterns, of_form = _store_plan()
-        pat_is = [Signal(name=f"pat{k}") for k in range(len(patterns))]
+        pat = Signal(range(len(patterns)))
         with m.Switch(self.form):
             for f, k in of_form.items():
                 with m.Case(f):
-                    m.d.comb += pat_is[k].eq(1)
+                    m.d.comb += pat.eq(k)
                     with m.Switch(self.beat):
                         for r in range(forms.info(f).nregs):
                             with m.Case(r):
                                 m.d.comb += [self.group.eq(r),
                                              self.need.eq(((1 << GROUP_ROWS) - 1) << (GROUP_ROWS * r))]
         flat = Cat(*[self.data[t] for t in range(self.lanes)])
-        source = [{} for _ in range(GROUP_ROWS * 16)]   # group byte -> lane byte -> patterns
-        for k, pattern in enumerate(patterns):
-            for i, (row, byte) in enumerate(pattern):
-                source[16 * row + byte].setdefault(i, []).append(k)
+        lane_byte = [flat[8 * i:8 * i + 8] for i in range(4 * self.lanes)]
+        where = [{(row, byte): i for i, (row, byte) in enumerate(p)} for p in patterns]
         for j in range(GROUP_ROWS):
             for byte in range(16):
-                acc = 0
-                for i, ks in source[16 * j + byte].items():
-                    acc = acc | Mux(Cat(*[pat_is[k] for k in ks]).any(), flat[8 * i:8 * i + 8], 0)
-                m.d.comb += self.rows[j][8 * byte:8 * byte + 8].eq(acc)
+                m.d.comb += self.rows[j][8 * byte:8 * byte + 8].eq(
+                    mux_tree(pat, [lane_byte[w[(j, byte)]] for w in where]))
         return m
