@@ -230,7 +230,9 @@ class LoadStoreUnit(wiring.Component):
         # ---- A: accepted instruction -----------------------------------------------------
         a_valid = Signal()
         a_form = Signal(FORM_BITS)
-        a_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R))
+        # wide data registers have no reset: only their valid bits do (a reset on every bit
+        # costs a LUT per bit where the flip-flop's enable and reset cannot be merged)
+        a_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R), reset_less=True)
         a_err = Signal(Error)
         a_sb = Signal(p.smem_bytes.bit_length())   # wmma stride in bytes (checked in range)
         a_pass = Signal()
@@ -275,14 +277,15 @@ class LoadStoreUnit(wiring.Component):
         cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
         wdone = Signal(NBUF)
         head, tail = Signal(range(NBUF)), Signal(range(NBUF))
-        rowbuf = [[Signal(_ROW_BITS, name=f"b{b}_row{i}") for i in range(R)] for b in range(NBUF)]
-        sbuf = [Signal(_ROW_BITS, name=f"s_row{i}") for i in range(R)]  # stmatrix rows
+        rowbuf = [[Signal(_ROW_BITS, name=f"b{b}_row{i}", reset_less=True) for i in range(R)]
+                  for b in range(NBUF)]
+        sbuf = [Signal(_ROW_BITS, name=f"s_row{i}", reset_less=True) for i in range(R)]  # stmatrix rows
 
         # ---- F: the instruction the banks serve ------------------------------------------
         f_valid = Signal()
         f_buf = Signal(range(NBUF))
         f_form = Signal(FORM_BITS)
-        f_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R))
+        f_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R), reset_less=True)
         f_pending = Signal(R)
         f_recv = Signal(range(R + 1))       # stmatrix beats received
         f_rmask = Signal(R)                 # stmatrix rows received
