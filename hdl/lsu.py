@@ -243,27 +243,32 @@ class LoadStoreUnit(wiring.Component):
 
         # chunk addresses of the wmma pass in A: addr + line · stride + 16 · chunk. Each slot
         # selects among the few lines it holds in some form, from one table of line offsets.
-        slot_opts = [sorted({inf.passes[q][s] for _, inf in wmmas for q in range(len(inf.passes))
-                             if s < len(inf.passes[q])}) for s in range(R)]
+        # Per slot: an index into the lines and into the chunks it holds in some form; the
+        # address is base + off[line] + 16 · chunk, two adders per slot.
+        aw = (p.smem_bytes - 1).bit_length()   # the span was checked: chunks lie in shared memory
+        slot_lines = [sorted({inf.passes[q][s][0] for _, inf in wmmas for q in range(len(inf.passes))
+                              if s < len(inf.passes[q])}) for s in range(R)]
+        slot_chunks = [sorted({inf.passes[q][s][1] for _, inf in wmmas for q in range(len(inf.passes))
+                               if s < len(inf.passes[q])}) for s in range(R)]
         nlines = max(inf.lines for _, inf in wmmas)
-        off = [Signal(len(a_sb) + 5, name=f"w_off{k}") for k in range(nlines)]
+        off = [Signal(aw, name=f"w_off{k}") for k in range(nlines)]
         m.d.comb += [off[k].eq(a_sb * k) for k in range(nlines)]
-        w_sel = [Signal(max(1, len(o)), name=f"w_sel{s}") for s, o in enumerate(slot_opts)]
+        l_idx = [Signal(range(max(1, len(o))), name=f"w_line{s}") for s, o in enumerate(slot_lines)]
+        c_idx = [Signal(range(max(1, len(o))), name=f"w_chunk{s}") for s, o in enumerate(slot_chunks)]
         with m.Switch(a_form):
             for f, inf in wmmas:
                 with m.Case(f):
                     for s in range(R):
-                        hot = [1 << slot_opts[s].index(inf.passes[q][s]) if s < len(inf.passes[q]) else 0
-                               for q in range(len(inf.passes))]
-                        m.d.comb += w_sel[s].eq(hot[0] if len(hot) == 1 else Mux(a_pass, hot[1], hot[0]))
+                        for idx, opts, part in ((l_idx, slot_lines, 0), (c_idx, slot_chunks, 1)):
+                            v = [opts[s].index(inf.passes[q][s][part]) if s < len(inf.passes[q]) else 0
+                                 for q in range(len(inf.passes))]
+                            m.d.comb += idx[s].eq(v[0] if len(v) == 1 else Mux(a_pass, v[1], v[0]))
         w_addr = []
-        aw = (p.smem_bytes - 1).bit_length()   # the span was checked: chunks lie in shared memory
         for s in range(R):
-            acc = 0
-            for k, (line, chunk) in enumerate(slot_opts[s]):
-                acc = acc | Mux(w_sel[s][k], off[line] + chunk * ROW_BYTES, 0)
             wa = Signal(aw, name=f"w_addr{s}")
-            m.d.comb += wa.eq(a_addr[0][:aw] + acc)
+            line_off = mux_tree(l_idx[s], [off[k] for k in slot_lines[s]])
+            chunk = mux_tree(c_idx[s], [c * ROW_BYTES for c in slot_chunks[s]])
+            m.d.comb += wa.eq(a_addr[0][:aw] + line_off + chunk)
             w_addr.append(wa)
 
         # ---- instruction entries, in order: one per row buffer ---------------------------
