@@ -151,7 +151,7 @@ class LoadStoreUnit(wiring.Component):
             ``pass_sig`` (pass 0 when None)."""
             c = {k: Signal(shape, name=f"{prefix}_{k}") for k, shape in (
                 ("valid", 1), ("load", 1), ("wmma", 1), ("used", R), ("nregs", range(R + 1)),
-                ("fmt", 2), ("pend", range(R + 1)), ("lastpass", 1))}
+                ("fmt", 2), ("pend", range(R + 1)), ("lastpass", 1), ("lastwin", range(NW)))}
             with m.Switch(fid_sig):
                 for f, inf in enumerate(infos):
                     with m.Case(f):
@@ -159,8 +159,9 @@ class LoadStoreUnit(wiring.Component):
                                      c["nregs"].eq(inf.nregs),
                                      c["fmt"].eq(_FMT[inf.src_fmt]),
                                      c["lastpass"].eq(len(inf.passes) - 1)]
-                        per = [(inf.used(q), inf.pass_end(q)) for q in range(len(inf.passes))]
-                        for k, v in (("used", 0), ("pend", 1)):
+                        per = [(inf.used(q), inf.pass_end(q), (len(inf.passes[q]) - 1) // W)
+                               for q in range(len(inf.passes))]
+                        for k, v in (("used", 0), ("pend", 1), ("lastwin", 2)):
                             if pass_sig is None or len(per) == 1:
                                 m.d.comb += c[k].eq(per[0][v])
                             else:
@@ -298,13 +299,12 @@ class LoadStoreUnit(wiring.Component):
         quad_of = [f_addr[i][4:4 + qbits] for i in range(R)]
         line_of = [f_addr[i][4 + qbits:4 + qbits + LB] for i in range(R)]
 
-        # The window served this cycle: the lowest with pending slots (h200: one 8-row group
-        # at a time; wmma chunks too, eight slots per group). Only the window's rows reach the
-        # scheduler, the landing crossbar and the store write crossbar.
+        # The window served this cycle (h200: one 8-row group at a time, wmma chunks too, eight
+        # slots per group), a register: the windows are served in order, and every slot of
+        # windows 0 … f_lastwin is used. Only the window's rows reach the scheduler, the
+        # landing crossbar and the store write crossbar.
         f_win = Signal(range(NW))
-        for w in reversed(range(NW)):
-            with m.If(f_pending.word_select(w, W).any()):
-                m.d.comb += f_win.eq(w)
+        f_lastwin = Signal(range(NW))
         w_quad = [Signal(qbits, name=f"win_quad{j}") for j in range(W)]
         w_line = [Signal(LB, name=f"win_line{j}") for j in range(W)]
         with m.Switch(f_win):
@@ -337,8 +337,12 @@ class LoadStoreUnit(wiring.Component):
         any_grant = Signal()
         m.d.comb += any_grant.eq(Cat(*[sched.grant[q].valid for q in range(Q)]).any())
 
+        win_done = Signal()             # the window's last pending rows are served now
+        m.d.comb += win_done.eq((f_pending.word_select(f_win, W) & ~sched.served) == 0)
+        with m.If(f_valid & win_done & (f_win != f_lastwin)):
+            m.d.sync += f_win.eq(f_win + 1)
         f_finish = Signal()
-        m.d.comb += f_finish.eq(f_valid & f_all_recv & ((f_pending & ~served) == 0))
+        m.d.comb += f_finish.eq(f_valid & f_all_recv & (f_win == f_lastwin) & win_done)
         f_free = Signal()
         m.d.comb += f_free.eq(~f_valid | f_finish)
 
@@ -482,8 +486,8 @@ class LoadStoreUnit(wiring.Component):
                         m.d.sync += [e_form[b].eq(a_form), e_err[b].eq(a_err), e_pass[b].eq(a_pass),
                                      landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0)]
             with m.If(a_err == Error.NONE):
-                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form),
-                             f_pending.eq(ac["used"]), f_recv.eq(store_hs & pre),
+                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form), f_win.eq(0),
+                             f_lastwin.eq(ac["lastwin"]), f_pending.eq(ac["used"]), f_recv.eq(store_hs & pre),
                              f_rmask.eq(Mux(store_hs & pre, recv_rows, 0))]
                 m.d.sync += [f_addr[i].eq(Mux(ac["wmma"], w_addr[i], a_addr[i])) for i in range(R)]
 

@@ -30,13 +30,20 @@ def blocks(policy: str):
     from tensorlsu.hdl.lsu import LoadStoreUnit
     from tensorlsu.hdl.params import Params
     from tensorlsu.hdl.scheduler import BankScheduler
-    from tensorlsu.hdl.shuffle import LoadShuffle
+    from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
+    p = Params(schedule=policy)
     return {
-        "scheduler": lambda: BankScheduler(rows=32, quads=8, line_bits=7),
+        # the scheduler is as wide as the policy's window: 8 rows (h200) or 32 (packed)
+        "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=7),
         "decompress": lambda: Decompressor(),
         "shuffle": lambda: LoadShuffle(buffers=2),
-        "unit": lambda: LoadStoreUnit(Params(schedule=policy)),
+        "store_shuffle": lambda: StoreShuffle(),
+        "unit": lambda: LoadStoreUnit(p),
     }
+
+
+#: blocks that differ between the policies
+PER_POLICY = ("scheduler", "unit")
 
 
 class Registered(Elaboratable):
@@ -131,14 +138,14 @@ def markdown(rows) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--blocks", nargs="*", default=["scheduler", "decompress", "shuffle", "unit"])
+    ap.add_argument("--blocks", nargs="*", default=["scheduler", "decompress", "shuffle", "store_shuffle", "unit"])
     ap.add_argument("--policies", nargs="*", default=["h200", "packed"])
     ap.add_argument("--no-pnr", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "reports"))
     args = ap.parse_args(argv)
     rows = []
     for name in args.blocks:
-        for policy in (args.policies if name == "unit" else args.policies[:1]):
+        for policy in (args.policies if name in PER_POLICY else args.policies[:1]):
             r = synth(name, blocks(policy)[name], policy, not args.no_pnr)
             rows.append(r)
             print(json.dumps(r), flush=True)
