@@ -142,12 +142,17 @@ def main(argv=None) -> int:
     ap.add_argument("--policies", nargs="*", default=["h200", "packed"])
     ap.add_argument("--no-pnr", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "reports"))
+    ap.add_argument("--append", action="store_true",
+                    help="keep the other rows of an existing OUT/synth.json (replace same block and policy)")
     args = ap.parse_args(argv)
     rows = []
+    old = Path(args.out) / "synth.json"
+    if args.append and old.exists():
+        rows = json.loads(old.read_text())
     for name in args.blocks:
         for policy in (args.policies if name in PER_POLICY else args.policies[:1]):
             r = synth(name, blocks(policy)[name], policy, not args.no_pnr)
-            rows.append(r)
+            rows = [x for x in rows if (x["block"], x["policy"]) != (name, policy)] + [r]
             print(json.dumps(r), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
