@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
