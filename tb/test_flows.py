@@ -8,12 +8,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_formal_smoke():
-    """The scheduler contract and the decompressor prove; the broken scheduler must fail."""
+    """The scheduler contract, the decompressor and the store shuffle prove; the broken
+    scheduler must fail."""
     r = subprocess.run([sys.executable, "formal/run.py", "scheduler", "decompress", "scheduler_cover",
-                        "broken"], cwd=ROOT, capture_output=True, text=True)
+                        "store_shuffle", "broken"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = {ln.split()[1]: ln.split()[0] for ln in r.stdout.splitlines() if ln[:4] in ("PASS", "FAIL")}
-    assert lines == {"scheduler": "PASS", "decompress": "PASS", "scheduler_cover": "PASS", "broken": "FAIL"}
+    assert lines == {"scheduler": "PASS", "decompress": "PASS", "scheduler_cover": "PASS",
+                     "store_shuffle": "PASS", "broken": "FAIL"}
 
 
 def test_synthesis_smoke(tmp_path):
