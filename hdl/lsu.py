@@ -231,8 +231,7 @@ class LoadStoreUnit(wiring.Component):
         # ---- A: accepted instruction -----------------------------------------------------
         a_valid = Signal()
         a_form = Signal(FORM_BITS)
-        # wide data registers have no reset: only their valid bits do (a reset on every bit
-        # costs a LUT per bit where the flip-flop's enable and reset cannot be merged)
+        # wide data registers have no reset: nothing reads them before their valid bits say so
         a_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R), reset_less=True)
         a_err = Signal(Error)
         a_sb = Signal(p.smem_bytes.bit_length())   # wmma stride in bytes (checked in range)
