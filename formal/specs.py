@@ -11,7 +11,7 @@ from amaranth.hdl import Assert, Assume, Cover
 from tensorlsu.hdl import forms
 from tensorlsu.hdl.decompress import FORMAT_CODES, Decompressor
 from tensorlsu.hdl.lsu import Error, LoadStoreUnit
-from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.params import GROUP_ROWS, Params
 from tensorlsu.hdl.scheduler import BankScheduler
 from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
 
@@ -176,7 +176,7 @@ class StoreShuffleSpec(Elaboratable):
         d = m.submodules.dut = StoreShuffle()
         m.d.comb += [d.data.eq(AnySeq(len(d.data))), d.form.eq(AnySeq(len(d.form))),
                      d.beat.eq(AnySeq(len(d.beat)))]
-        flat = Cat(*[d.rows[j] for j in range(8)])
+        flat = Cat(*[d.rows[j] for j in range(GROUP_ROWS)])
         for f in range(len(forms.FORMS)):
             inf = forms.info(f)
             if inf.load:
@@ -186,7 +186,7 @@ class StoreShuffleSpec(Elaboratable):
                     m.d.comb += Assert(d.group == r)
                     for k, (row, byte) in enumerate(inf.table[:, r].reshape(-1, 2)):
                         # Byte `byte` of row `row` is lane k//4 byte k%4 of the beat.
-                        m.d.comb += Assert(flat.word_select(16 * (int(row) - 8 * r) + int(byte), 8)
+                        m.d.comb += Assert(flat.word_select(16 * (int(row) - GROUP_ROWS * r) + int(byte), 8)
                                            == d.data.as_value().word_select(k, 8))
         return m
 
