@@ -2,8 +2,9 @@
 fragment shuffles for every ldmatrix / stmatrix form and wmma.load from shared memory.
 
 Data flow (docs/ARCHITECTURE.md): an instruction (form id + 32 thread addresses) is checked;
-its rows are served by the bank scheduler, one distinct address per bank quad per cycle, into a
-row buffer (through the decompressor); the fragment shuffle, generated from the model's layout
+its rows are served by the bank scheduler, one distinct address per bank quad per cycle (from
+a window of ``Params.window`` rows: one 8-row group under h200), into a row buffer (through the
+decompressor); the fragment shuffle, generated from the model's layout
 tables, turns the row buffer into one result beat per destination register. stmatrix takes
 one data beat per source register, shuffles it into the row buffer the other way, and writes
 the rows back through the scheduler. wmma.load generates its chunk addresses from the matrix

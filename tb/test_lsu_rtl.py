@@ -43,6 +43,8 @@ def test_parameter_geometry():
     p = Params(smem_bytes=228 * 1024)
     assert (p.line_bytes, p.quads, p.lines) == (128, 8, 1824)
     assert Params(banks=64).quads == 16
+    # h200 serves one 8-row matrix per cycle (FACTS.md); a packer mixes all 32 rows
+    assert (Params().window, Params(schedule="packed").window) == (8, 32)
 
 
 def test_scheduler_serves_every_row_once_within_the_model_cycles():
