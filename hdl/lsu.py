@@ -135,6 +135,10 @@ class LoadStoreUnit(wiring.Component):
         infos = [forms.info(f) for f in range(len(forms.FORMS))]
         wmmas = [(f, inf) for f, inf in enumerate(infos) if inf.wmma]
         NBUF = 2                        # load row buffers: one fetching, one emitting
+        # h200: stmatrix beat r stores exactly window r (8 rows), so each window is written
+        # straight from the store stream's payload, which a producer holds until ready; the
+        # packer mixes all windows and keeps every beat in store rows first.
+        direct = W == GROUP_ROWS
 
         # ---- bank quads: one memory of 16-byte words per group of banks ------------------
         rd, wr = [], []
@@ -285,7 +289,8 @@ class LoadStoreUnit(wiring.Component):
         head, tail = Signal(range(NBUF)), Signal(range(NBUF))
         rowbuf = [[Signal(_ROW_BITS, name=f"b{b}_row{i}", reset_less=True) for i in range(R)]
                   for b in range(NBUF)]
-        sbuf = [Signal(_ROW_BITS, name=f"s_row{i}", reset_less=True) for i in range(R)]  # stmatrix rows
+        sbuf = [] if direct else [Signal(_ROW_BITS, name=f"s_row{i}", reset_less=True)
+                                  for i in range(R)]  # stmatrix rows (packed)
 
         # ---- F: the instruction the banks serve ------------------------------------------
         f_valid = Signal()
@@ -312,15 +317,15 @@ class LoadStoreUnit(wiring.Component):
                 with m.Case(w):
                     m.d.comb += [w_quad[j].eq(quad_of[w * W + j]) for j in range(W)]
                     m.d.comb += [w_line[j].eq(line_of[w * W + j]) for j in range(W)]
-        f_all_recv = Signal()
-        m.d.comb += f_all_recv.eq(fc["load"] | (f_recv == fc["nregs"]))
+        f_all_recv = Signal()           # every stmatrix beat is in (direct: it is by the last window)
+        m.d.comb += f_all_recv.eq(fc["load"] | (f_recv == fc["nregs"]) | direct)
         # stmatrix rows may be written once their beat arrived; a packer that mixes matrices
         # waits for all of them, so that its cycles stay the busiest quad's row count.
         store_ok = Signal(R)
-        if p.schedule == "packed":
-            m.d.comb += store_ok.eq(Mux(f_all_recv, f_rmask, 0))
+        if direct:
+            m.d.comb += store_ok.eq(Mux(self.store.valid, (1 << R) - 1, 0))
         else:
-            m.d.comb += store_ok.eq(f_rmask)
+            m.d.comb += store_ok.eq(Mux(f_all_recv, f_rmask, 0))
         eligible = Signal(W)
         m.d.comb += eligible.eq(Mux(f_valid, (f_pending & Mux(fc["load"], (1 << R) - 1, store_ok))
                                     .word_select(f_win, W), 0))
@@ -346,8 +351,14 @@ class LoadStoreUnit(wiring.Component):
         f_free = Signal()
         m.d.comb += f_free.eq(~f_valid | f_finish)
 
-        s_win = [Signal(_ROW_BITS, name=f"s_win{j}") for j in range(W)]  # the window's store rows
-        m.d.comb += [s_win[j].eq(mux_tree(f_win, sbuf[j::W])) for j in range(W)]
+        # the window's store rows
+        sshuf = m.submodules.store_shuffle = StoreShuffle(lanes=R, form_bits=FORM_BITS)
+        s_win = [Signal(_ROW_BITS, name=f"s_win{j}") for j in range(W)]
+        if direct:
+            m.d.comb += [sshuf.form.eq(f_form), sshuf.beat.eq(f_win), sshuf.data.eq(self.store.payload)]
+            m.d.comb += [s_win[j].eq(sshuf.rows[j]) for j in range(W)]
+        else:
+            m.d.comb += [s_win[j].eq(mux_tree(f_win, sbuf[j::W])) for j in range(W)]
         # loads read, stores write, the granted line of every quad
         for q in range(Q):
             g = sched.grant[q]
@@ -415,29 +426,31 @@ class LoadStoreUnit(wiring.Component):
                 with m.Case(b):
                     m.d.sync += landed[b].eq(landed[b] | land_all)
 
-        # ---- stmatrix data beats into the store rows -------------------------------------
-        # The first beat of the next stmatrix may arrive in the cycle the current one writes
-        # its last rows (it fills other rows, or rows already read): stores run back to back.
+        # ---- stmatrix data beats ------------------------------------------------------------
         pre = Signal()
-        m.d.comb += pre.eq(f_finish & a_valid & (a_err == Error.NONE) & ~e_valid.bit_select(tail, 1)
-                           & ac["valid"] & ~ac["load"])
-        m.d.comb += self.store.ready.eq((f_valid & ~fc["load"] & (f_recv != fc["nregs"])) | pre)
-        recv_form = Signal(FORM_BITS)
-        recv_idx = Signal(range(R + 1))
-        recv_rows = Signal(R)
-        m.d.comb += [recv_form.eq(Mux(pre, a_form, f_form)), recv_idx.eq(Mux(pre, 0, f_recv))]
         store_hs = Signal()
+        recv_rows = Signal(R)
         m.d.comb += store_hs.eq(self.store.valid & self.store.ready)
-        sshuf = m.submodules.store_shuffle = StoreShuffle(lanes=R, form_bits=FORM_BITS)
-        m.d.comb += [sshuf.form.eq(recv_form), sshuf.beat.eq(recv_idx), sshuf.data.eq(self.store.payload),
-                     recv_rows.eq(sshuf.need)]
-        with m.If(store_hs):
-            with m.Switch(sshuf.group):
-                for g in range(R // GROUP_ROWS):
-                    with m.Case(g):
-                        m.d.sync += [sbuf[GROUP_ROWS * g + j].eq(sshuf.rows[j]) for j in range(GROUP_ROWS)]
-        with m.If(store_hs & ~pre):
-            m.d.sync += [f_recv.eq(f_recv + 1), f_rmask.eq(f_rmask | recv_rows)]
+        if direct:
+            # a beat is taken in the cycle its window's last rows are written
+            m.d.comb += self.store.ready.eq(f_valid & ~fc["load"] & win_done)
+        else:
+            # The first beat of the next stmatrix may arrive in the cycle the current one
+            # writes its last rows (it fills other rows, or rows already read): stores run
+            # back to back.
+            m.d.comb += pre.eq(f_finish & a_valid & (a_err == Error.NONE) & ~e_valid.bit_select(tail, 1)
+                               & ac["valid"] & ~ac["load"])
+            m.d.comb += self.store.ready.eq((f_valid & ~fc["load"] & (f_recv != fc["nregs"])) | pre)
+            m.d.comb += [sshuf.form.eq(Mux(pre, a_form, f_form)), sshuf.beat.eq(Mux(pre, 0, f_recv)),
+                         sshuf.data.eq(self.store.payload), recv_rows.eq(sshuf.need)]
+            with m.If(store_hs):
+                with m.Switch(sshuf.group):
+                    for g in range(R // GROUP_ROWS):
+                        with m.Case(g):
+                            m.d.sync += [sbuf[GROUP_ROWS * g + j].eq(sshuf.rows[j])
+                                         for j in range(GROUP_ROWS)]
+            with m.If(store_hs & ~pre):
+                m.d.sync += [f_recv.eq(f_recv + 1), f_rmask.eq(f_rmask | recv_rows)]
         with m.If(f_finish & ~fc["load"]):
             m.d.sync += wdone.bit_select(f_buf, 1).eq(1)
 
