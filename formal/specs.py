@@ -132,29 +132,33 @@ class DecompressorSpec(Elaboratable):
 
 
 class ShuffleSpec(Elaboratable):
-    """Every load shuffle network equals its layout table, for all data, forms and beats.
+    """Every load shuffle network equals its layout table, for all data, forms, beats and
+    (aligned) places of the instruction in the row-buffer ring.
 
     (form, beat) pairs whose tables ask for the same byte mapping share one set of
     assertions (guarded by "the input is any of them"); the mapping is taken from each pair's
     own table, so a pair the network gets wrong still fails.
     """
 
-    def __init__(self, forms_=None):
-        self.forms = forms_
+    def __init__(self, forms_=None, blocks=4):
+        self.forms, self.blocks = forms_, blocks
 
     def elaborate(self, platform):
         m = Module()
-        d = m.submodules.dut = LoadShuffle(buffers=2)
-        flat = Signal(2 * 128 * 32)
+        d = m.submodules.dut = LoadShuffle(blocks=self.blocks)
+        ring = forms.BLOCK * self.blocks
+        flat = Signal(128 * ring)
         m.d.comb += [flat.eq(AnySeq(len(flat))), d.form.eq(AnySeq(len(d.form))),
-                     d.beat.eq(AnySeq(len(d.beat))), d.buf.eq(AnySeq(1))]
-        m.d.comb += [d.rows[b][i].eq(flat[128 * (32 * b + i):128 * (32 * b + i + 1)])
-                     for b in range(2) for i in range(32)]
+                     d.beat.eq(AnySeq(len(d.beat))), d.start.eq(AnySeq(len(d.start)))]
+        m.d.comb += [d.rows[i].eq(flat[128 * i:128 * (i + 1)]) for i in range(ring)]
         groups = {}
         for f in range(len(forms.FORMS)):
             inf = forms.info(f)
             if not inf.load or (self.forms is not None and f not in self.forms):
                 continue
+            with m.If(d.form == f):
+                # the unit places a form's slots at a multiple of its alignment
+                m.d.comb += Assume(d.start % inf.align == 0)
             for r in range(inf.nregs):
                 mapping = tuple((int(row), int(byte)) for row, byte in inf.table[:, r].reshape(-1, 2))
                 groups.setdefault(mapping, []).append((d.form == f) & (d.beat == r))
@@ -162,9 +166,9 @@ class ShuffleSpec(Elaboratable):
             with m.If(Cat(*selects).any()):
                 for k, (row, byte) in enumerate(mapping):
                     # Lane k//4 byte k%4 of the beat is byte `byte` of slot `row` (hdl/forms.py
-                    # tables, from sim/layouts.py).
-                    m.d.comb += Assert(d.out.word_select(k, 8)
-                                       == flat.word_select(d.buf * 512 + 16 * row + byte, 8))
+                    # tables, from sim/layouts.py), which sits at ring slot 8 · start + row.
+                    at = (d.start * forms.BLOCK + row)[:(ring - 1).bit_length()]
+                    m.d.comb += Assert(d.out.word_select(k, 8) == flat.word_select(at * 16 + byte, 8))
         return m
 
 
@@ -260,7 +264,8 @@ SPECS = {
     "completion": (lambda: SchedulerCompletion(), "bmc", 10,
                    "8 rows finish within 8 cycles; after that nothing changes"),
     "decompress": (lambda: DecompressorSpec(), "prove", 1, "combinational"),
-    "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input"),
+    "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input (h200 ring)"),
+    "shuffle_packed": (lambda: ShuffleSpec(blocks=8), "bmc", 1, "combinational (the packed ring)"),
     "store_shuffle": (lambda: StoreShuffleSpec(), "prove", 1, "combinational"),
     "streams": (lambda: StreamRules(), "bmc", 6,
                 "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),

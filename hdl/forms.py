@@ -17,14 +17,17 @@ from functools import lru_cache
 import numpy as np
 
 from tensorlsu.sim import layouts, ptx
+from tensorlsu.sim.model import GROUP_ROWS
 from tensorlsu.sim.ptx import WMMA_BITS, WMMA_SHAPES, Instr
 
-__all__ = ["ROW_FORMS", "WMMA_FORMS", "FORMS", "form_id", "FormInfo", "info", "SLOTS", "CHUNK"]
+__all__ = ["ROW_FORMS", "WMMA_FORMS", "FORMS", "form_id", "FormInfo", "info", "SLOTS", "CHUNK", "BLOCK"]
 
 #: Row slots of one pass (one per thread of an ldmatrix).
 SLOTS = 32
 #: Bytes of one slot: a matrix row, or a chunk of a wmma line.
 CHUNK = layouts.ROW_BYTES
+#: Slots of one block of the row buffer (one 8-row group): the unit of buffer allocation.
+BLOCK = GROUP_ROWS
 
 
 def _row_forms() -> tuple[Instr, ...]:
@@ -151,6 +154,36 @@ class FormInfo:
     def used(self, p: int) -> int:
         """Mask of the slots pass ``p`` fills."""
         return (1 << len(self.passes[p])) - 1
+
+    def beat_slots(self, r: int) -> list[int]:
+        """The slots result beat ``r`` reads, sorted."""
+        return sorted({int(x) for x in self.table[:, r, :, 0].flat})
+
+    def beat_span(self, r: int) -> tuple[int, int]:
+        """``(first, blocks)``: beat ``r`` reads within the blocks ``first …
+        first + blocks - 1``; ``blocks`` is a power of two and divides ``first``."""
+        s = self.beat_slots(r)
+        lo, hi = s[0] // BLOCK, s[-1] // BLOCK
+        n = 1 << (hi - lo).bit_length()
+        while lo % n:
+            lo -= lo % n
+            n = 1 << (hi - lo).bit_length()
+        return lo, n
+
+    @property
+    def align(self) -> int:
+        """Blocks the form's buffer space must be aligned to, so that no beat reads
+        across the end of the ring (the widest beat span)."""
+        return max((self.beat_span(r)[1] for r in range(self.nregs)), default=1) if self.load else 1
+
+    def blocks(self, p: int) -> int:
+        """Blocks pass ``p`` fills."""
+        return -(-len(self.passes[p]) // BLOCK)
+
+    def rest_blocks(self, r: int) -> int:
+        """Mask of the blocks that beats ``r`` … (to the end of ``r``'s pass) read."""
+        q = self.beat_pass[r]
+        return sum({1 << (s // BLOCK) for k in range(r, self.pass_end(q) + 1) for s in self.beat_slots(k)})
 
 
 @lru_cache(maxsize=None)

@@ -134,7 +134,10 @@ class LoadStoreUnit(wiring.Component):
         rowbits = qbits + LB            # row index within shared memory
         infos = [forms.info(f) for f in range(len(forms.FORMS))]
         wmmas = [(f, inf) for f, inf in enumerate(infos) if inf.wmma]
-        NBUF = 2                        # load row buffers: one fetching, one emitting
+        NBUF = 2                        # instruction entries: one fetching, one emitting
+        BLK = forms.BLOCK               # slots per block of the row buffer
+        NB = p.row_blocks               # blocks in the row buffer ring
+        LOGB = R // BLK                 # blocks of one instruction
         # h200: stmatrix beat r stores exactly window r (8 rows), so each window is written
         # straight from the store stream's payload, which a producer holds until ready; the
         # packer mixes all windows and keeps every beat in store rows first.
@@ -156,7 +159,8 @@ class LoadStoreUnit(wiring.Component):
             ``pass_sig`` (pass 0 when None)."""
             c = {k: Signal(shape, name=f"{prefix}_{k}") for k, shape in (
                 ("valid", 1), ("load", 1), ("wmma", 1), ("used", R), ("nregs", range(R + 1)),
-                ("fmt", 2), ("pend", range(R + 1)), ("lastpass", 1), ("lastwin", range(NW)))}
+                ("fmt", 2), ("pend", range(R + 1)), ("lastpass", 1), ("lastwin", range(NW)),
+                ("align", range(NB)), ("blocks", range(NB + 1)))}
             with m.Switch(fid_sig):
                 for f, inf in enumerate(infos):
                     with m.Case(f):
@@ -164,9 +168,12 @@ class LoadStoreUnit(wiring.Component):
                                      c["nregs"].eq(inf.nregs),
                                      c["fmt"].eq(_FMT[inf.src_fmt]),
                                      c["lastpass"].eq(len(inf.passes) - 1)]
-                        per = [(inf.used(q), inf.pass_end(q), (len(inf.passes[q]) - 1) // W)
+                        # buffer space: packed entries take whole halves of the ring
+                        m.d.comb += c["align"].eq(max(inf.align, W // BLK) - 1)
+                        per = [(inf.used(q), inf.pass_end(q), (len(inf.passes[q]) - 1) // W,
+                                max(inf.blocks(q), W // BLK) if inf.load else 0)
                                for q in range(len(inf.passes))]
-                        for k, v in (("used", 0), ("pend", 1), ("lastwin", 2)):
+                        for k, v in (("used", 0), ("pend", 1), ("lastwin", 2), ("blocks", 3)):
                             if pass_sig is None or len(per) == 1:
                                 m.d.comb += c[k].eq(per[0][v])
                             else:
@@ -287,14 +294,21 @@ class LoadStoreUnit(wiring.Component):
         cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
         wdone = Signal(NBUF)
         head, tail = Signal(range(NBUF)), Signal(range(NBUF))
-        rowbuf = [[Signal(_ROW_BITS, name=f"b{b}_row{i}", reset_less=True) for i in range(R)]
-                  for b in range(NBUF)]
+        e_start = [Signal(range(NB), name=f"e{b}_start") for b in range(NBUF)]  # first ring block
+        e_bmask = [Signal(NB, name=f"e{b}_blocks") for b in range(NBUF)]  # ring blocks it fills
+        # the load row buffer: a ring of NB blocks; an instruction's slot s is ring slot
+        # (BLK · start + s) mod (BLK · NB)
+        rowbuf = [Signal(_ROW_BITS, name=f"row{i}", reset_less=True) for i in range(BLK * NB)]
         sbuf = [] if direct else [Signal(_ROW_BITS, name=f"s_row{i}", reset_less=True)
                                   for i in range(R)]  # stmatrix rows (packed)
 
         # ---- F: the instruction the banks serve ------------------------------------------
         f_valid = Signal()
-        f_buf = Signal(range(NBUF))
+        f_buf = Signal(range(NBUF))         # the entry F fills
+        f_start = Signal(range(NB))
+        # ring blocks the oldest entry's remaining beats still read, as of the last cycle (a
+        # register, off the scheduler's path; one cycle late is only conservative)
+        busy = Signal(NB)
         f_form = Signal(FORM_BITS)
         f_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R), reset_less=True)
         f_pending = Signal(R)
@@ -326,8 +340,16 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += store_ok.eq(Mux(self.store.valid, (1 << R) - 1, 0))
         else:
             m.d.comb += store_ok.eq(Mux(f_all_recv, f_rmask, 0))
+        # a load's window waits while the oldest entry, another one, still reads its blocks
+        win_first = Signal(range(NB))   # the window's first ring block
+        m.d.comb += win_first.eq(f_start + f_win * (W // BLK))
+        win_blocks = Signal(NB)
+        m.d.comb += win_blocks.eq(Cat(*[Cat(*[(win_first + k)[:len(win_first)] == pb for k in range(W // BLK)]).any()
+                                        for pb in range(NB)]))
+        f_blocked = Signal()
+        m.d.comb += f_blocked.eq((head != f_buf) & (win_blocks & busy).any())
         eligible = Signal(W)
-        m.d.comb += eligible.eq(Mux(f_valid, (f_pending & Mux(fc["load"], (1 << R) - 1, store_ok))
+        m.d.comb += eligible.eq(Mux(f_valid, (f_pending & Mux(fc["load"], Mux(f_blocked, 0, (1 << R) - 1), store_ok))
                                     .word_select(f_win, W), 0))
 
         sched = m.submodules.sched = BankScheduler(rows=W, quads=Q, line_bits=LB)
@@ -381,10 +403,11 @@ class LoadStoreUnit(wiring.Component):
         land = Signal(W)                # window slots landing
         land_win = Signal(range(NW))
         land_buf = Signal(range(NBUF))
+        land_first = Signal(range(NB))  # ring block of the landing window's first slot
         land_fmt = Signal(2)
         land_quad = [Signal(qbits, name=f"land_quad{j}") for j in range(W)]
         m.d.sync += [land.eq(Mux(f_valid & fc["load"], sched.served, 0)), land_win.eq(f_win),
-                     land_buf.eq(f_buf), land_fmt.eq(fc["fmt"])]
+                     land_buf.eq(f_buf), land_first.eq(win_first), land_fmt.eq(fc["fmt"])]
         m.d.sync += [land_quad[j].eq(w_quad[j]) for j in range(W)]
         # a wmma line narrower than a row (8 bytes) may start in the upper half of its row:
         # such a slot lands with its halves swapped, so its bytes are always bytes 0-7
@@ -415,12 +438,10 @@ class LoadStoreUnit(wiring.Component):
                 row_q = row_in
                 row_in = Signal(_ROW_BITS, name=f"row_in{j}_half")
                 m.d.comb += row_in.eq(Cat(Mux(land_half[j], row_q[h:], row_q[:h]), row_q[h:]))
-            for w in range(NW):
-                with m.If(land_all[w * W + j]):
-                    with m.Switch(land_buf):
-                        for b in range(NBUF):
-                            with m.Case(b):
-                                m.d.sync += rowbuf[b][w * W + j].eq(row_in)
+            # windows start at multiples of W // BLK blocks (packed: a ring half)
+            for first in range(0, NB, W // BLK):
+                with m.If(land[j] & (land_first == first)):
+                    m.d.sync += rowbuf[BLK * ((first + j // BLK) % NB) + j % BLK].eq(row_in)
         with m.Switch(land_buf):
             for b in range(NBUF):
                 with m.Case(b):
@@ -473,6 +494,14 @@ class LoadStoreUnit(wiring.Component):
             m.d.sync += d_valid.eq(0)
 
         # ---- A → entries and F -------------------------------------------------------------
+        # ring space of a load: the next blocks after the previous load's, aligned
+        alloc = Signal(range(NB))
+        a_start = Signal(range(NB))
+        a_bmask = Signal(NB)
+        m.d.comb += a_start.eq((alloc + ac["align"]) & ~ac["align"])
+        m.d.comb += a_bmask.eq(Mux(ac["load"], Cat(*[
+            Cat(*[(k < ac["blocks"]) & ((a_start + k)[:len(a_start)] == pb) for k in range(LOGB)]).any()
+            for pb in range(NB)]), 0))
         slot_free = Signal()
         # an entry may be taken in the cycle its previous instruction gives its last beat: the
         # new rows land two cycles later at the earliest
@@ -497,9 +526,12 @@ class LoadStoreUnit(wiring.Component):
                 for b in range(NBUF):
                     with m.Case(b):
                         m.d.sync += [e_form[b].eq(a_form), e_err[b].eq(a_err), e_pass[b].eq(a_pass),
+                                     e_start[b].eq(a_start), e_bmask[b].eq(Mux(a_err == Error.NONE, a_bmask, 0)),
                                      landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0)]
             with m.If(a_err == Error.NONE):
-                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form), f_win.eq(0),
+                with m.If(ac["load"]):
+                    m.d.sync += alloc.eq(a_start + ac["blocks"])
+                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form), f_win.eq(0), f_start.eq(a_start),
                              f_lastwin.eq(ac["lastwin"]), f_pending.eq(ac["used"]), f_recv.eq(store_hs & pre),
                              f_rmask.eq(Mux(store_hs & pre, recv_rows, 0))]
                 m.d.sync += [f_addr[i].eq(Mux(ac["wmma"], w_addr[i], a_addr[i])) for i in range(R)]
@@ -510,18 +542,35 @@ class LoadStoreUnit(wiring.Component):
         h_err = Signal(Error)
         h_landed = Signal(R)
         h_cyc = Signal(CYCLE_BITS)
+        h_start = Signal(range(NB))
+        o_bmask = Signal(NB)            # the other entry's blocks
         with m.Switch(head):
             for b in range(NBUF):
                 with m.Case(b):
                     m.d.comb += [h_form.eq(e_form[b]), h_pass.eq(e_pass[b]), h_err.eq(e_err[b]),
-                                 h_landed.eq(landed[b]), h_cyc.eq(cyc[b])]
+                                 h_landed.eq(landed[b]), h_cyc.eq(cyc[b]), h_start.eq(e_start[b]),
+                                 o_bmask.eq(e_bmask[1 - b])]
         hc = form_consts(h_form, "h", h_pass)
         h_valid = Signal()
         m.d.comb += h_valid.eq(e_valid.bit_select(head, 1))
         beat = Signal(range(R + 1))
-        shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS, buffers=NBUF)
-        m.d.comb += [shuf.form.eq(h_form), shuf.beat.eq(beat), shuf.buf.eq(head)]
-        m.d.comb += [shuf.rows[b][i].eq(rowbuf[b][i]) for b in range(NBUF) for i in range(R)]
+        shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS, blocks=NB)
+        m.d.comb += [shuf.form.eq(h_form), shuf.beat.eq(beat), shuf.start.eq(h_start)]
+        m.d.comb += [shuf.rows[i].eq(rowbuf[i]) for i in range(BLK * NB)]
+        # blocks the head's beats from this one on read (the ring's release)
+        h_rest = Signal(LOGB)
+        with m.Switch(h_form):
+            for f, inf in enumerate(infos):
+                if inf.load:
+                    with m.Case(f):
+                        with m.Switch(beat):
+                            for r in range(inf.nregs):
+                                with m.Case(r):
+                                    m.d.comb += h_rest.eq(inf.rest_blocks(r))
+        h_busy = Signal(NB)
+        m.d.comb += h_busy.eq(Mux(h_valid & (h_err == Error.NONE), Cat(*[
+            Cat(*[h_rest[k] & ((h_start + k)[:len(h_start)] == pb) for k in range(LOGB)]).any()
+            for pb in range(NB)]), 0))
         need, shuffled = shuf.need, shuf.out
         carry = Signal(CYCLE_BITS)      # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
@@ -549,9 +598,12 @@ class LoadStoreUnit(wiring.Component):
                              last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
         m.d.sync += e_valid.eq((e_valid & ~e_clr) | e_set)
+        m.d.sync += busy.eq(h_busy)
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += beat.eq(beat + 1)
             with m.If(entry_end):
+                # the next head may read all of its blocks
+                m.d.sync += busy.eq(Mux(e_valid.bit_select(~head, 1), o_bmask, 0))
                 m.d.comb += [e_free_now.eq(1), e_clr.bit_select(head, 1).eq(1)]
                 m.d.sync += [head.eq(head + 1), carry.eq(carry + h_cyc)]
             with m.If(last):

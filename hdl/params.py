@@ -89,6 +89,15 @@ class Params:
         return GROUP_ROWS if self.schedule == "h200" else self.lanes
 
     @property
+    def row_blocks(self) -> int:
+        """Blocks of 8 row slots in the load row buffer (a ring): one instruction's 32 slots
+        under ``"h200"``, whose beats release blocks while the next instruction fills them
+        window by window; twice that under ``"packed"``, whose window is a whole
+        instruction (two instructions alternate halves)."""
+        per = self.lanes // GROUP_ROWS
+        return per if self.window == GROUP_ROWS else 2 * per
+
+    @property
     def lines(self) -> int:
         """Depth of each bank."""
         return self.smem_bytes // self.line_bytes

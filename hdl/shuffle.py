@@ -12,11 +12,13 @@ from amaranth.lib.wiring import In, Out
 
 from . import forms
 from .mux import mux_tree
+from .forms import BLOCK
 from .params import GROUP_ROWS
 
 __all__ = ["LoadShuffle", "StoreShuffle", "beat_rows"]
 
 _ROW_BITS = 128
+_WINDOW = forms.SLOTS  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
 
 
 def beat_rows(inf: forms.FormInfo, r: int) -> int:
@@ -25,67 +27,78 @@ def beat_rows(inf: forms.FormInfo, r: int) -> int:
 
 
 def _plan():
-    """Split every (load form, beat) into a row window and a pattern within the window.
+    """Split every (load form, beat) into a block of the row buffer and a pattern from there.
 
     Every beat reads one run of slots (the rows of one matrix, or the chunks
-    :func:`tensorlsu.hdl.forms._passes` placed together), so its layout is "window of slots
-    starting at ``base``" followed by a fixed byte permutation of that window. Only a handful of distinct
-    permutations exist across all forms, which keeps the network small: a row-window
-    multiplexer, then a per-byte multiplexer over the distinct patterns.
+    :func:`tensorlsu.hdl.forms._passes` placed together) within an aligned span of blocks
+    (:meth:`~tensorlsu.hdl.forms.FormInfo.beat_span`), so its layout is "window of slots from
+    block ``first``" followed by a fixed byte permutation of that window. Only a handful of
+    distinct permutations exist across all forms, which keeps the network small: a window
+    multiplexer, then a per-byte multiplexer over the distinct patterns. Returns the patterns
+    (each a list of (window row, byte)), the block span of each, and (first block, pattern)
+    per (form, beat).
     """
-    patterns, cases = [], {}
+    patterns, spans, cases = [], [], {}
     for f in range(len(forms.FORMS)):
         inf = forms.info(f)
         if not inf.load:
             continue
         for r in range(inf.nregs):
-            rows = inf.table[:, r, :, 0].astype(int)
-            base = (int(rows.min()) // 8) * 8
-            local = [(int(row) - base, int(byte)) for row, byte in
-                     zip(rows.flat, inf.table[:, r, :, 1].flat)]
-            assert max(x for x, _ in local) < _WINDOW, "a beat reads beyond its window"
-            key = tuple(local)
+            first, span = inf.beat_span(r)
+            base = first * BLOCK
+            key = tuple((int(row) - base, int(byte)) for row, byte in
+                        zip(inf.table[:, r, :, 0].flat, inf.table[:, r, :, 1].flat))
+            assert max(x for x, _ in key) < span * BLOCK, "a beat reads beyond its span"
             if key not in patterns:
                 patterns.append(key)
-            cases[(f, r)] = (base, patterns.index(key))
-    return patterns, cases
-
-
-_WINDOW = 32  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
+                spans.append(span)
+            k = patterns.index(key)
+            spans[k] = max(spans[k], span)
+            cases[(f, r)] = (first, k)
+    return patterns, spans, cases
 
 
 class LoadShuffle(wiring.Component):
     """Combinational: ``out`` is result beat ``beat`` of load form ``form`` (32 lanes × 32
-    bits) taken from the row slots of buffer ``buf``, byte for byte as the form's table says
-    (:class:`tensorlsu.hdl.forms.FormInfo`, from :mod:`tensorlsu.sim.layouts`); ``need`` is the
-    mask of slots it reads. For forms that are not loads ``out`` is unspecified.
+    bits), byte for byte as the form's table says (:class:`tensorlsu.hdl.forms.FormInfo`, from
+    :mod:`tensorlsu.sim.layouts`), read from the row buffer: a ring of ``blocks`` blocks of 8
+    slots in which the instruction's slot ``s`` is ring slot ``(8 · start + s) mod (8 ·
+    blocks)``. ``start`` must be a multiple of the form's ``align`` (so no beat reads across
+    the end of the ring). ``need`` is the mask of the instruction's slots the beat reads.
+    For forms that are not loads ``out`` is unspecified.
 
     Built in two stages from the tables (:func:`_plan`), each a binary multiplexer tree: a
-    window of slots at the beat's matrix in the chosen buffer (one tree picks both), then
-    one of the few distinct byte patterns.
+    window of slots at the beat's first block in the ring, then one of the few distinct byte
+    patterns.
 
     Members
     -------
     form : In(form_bits)
     beat : In(range(lanes + 1))
-    buf : In(range(buffers))
-    rows : In(ArrayLayout(ArrayLayout(128, lanes), buffers))
+    start : In(range(blocks))
+    rows : In(ArrayLayout(128, 8 · blocks))
     out : Out(32 * lanes)
     need : Out(lanes)
     """
 
-    def __init__(self, *, lanes: int = 32, form_bits: int = 7, buffers: int = 1):
-        self.lanes, self.buffers = lanes, buffers
+    def __new__(cls, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
+        # refuse a bad ring before the component exists (no unused elaboratable)
+        if blocks < lanes // BLOCK or blocks & (blocks - 1):
+            raise ValueError(f"blocks must be a power of two of at least {lanes // BLOCK}, not {blocks}")
+        return super().__new__(cls)
+
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
+        self.lanes, self.blocks = lanes, blocks
         super().__init__({
-            "form": In(form_bits), "beat": In(range(lanes + 1)), "buf": In(range(max(2, buffers))),
-            "rows": In(data.ArrayLayout(data.ArrayLayout(unsigned(_ROW_BITS), lanes), buffers)),
+            "form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),
+            "rows": In(data.ArrayLayout(unsigned(_ROW_BITS), BLOCK * blocks)),
             "out": Out(32 * lanes), "need": Out(lanes)})
 
     def elaborate(self, platform):
         m = Module()
-        patterns, cases = _plan()
-        bases = sorted({b for b, _ in cases.values()})
-        base_idx = Signal(range(len(bases)))
+        patterns, spans, cases = _plan()
+        nb, ring = self.blocks, BLOCK * self.blocks
+        first = Signal(range(nb))
         pat = Signal(range(len(patterns)))
         with m.Switch(self.form):
             for f in range(len(forms.FORMS)):
@@ -97,27 +110,26 @@ class LoadShuffle(wiring.Component):
                         for r in range(inf.nregs):
                             with m.Case(r):
                                 b, k = cases[(f, r)]
-                                m.d.comb += [base_idx.eq(bases.index(b)), pat.eq(k),
-                                             self.need.eq(beat_rows(inf, r))]
-        # window row w: slot base + w of the buffer, over the bases some pattern reads it
-        # from (a base it is never read from repeats a used one, so the tree shrinks)
-        used = {w: set() for w in range(_WINDOW)}
-        for b, k in cases.values():
-            for row, _ in patterns[k]:
-                used[row].add(b)
-        nb = 1 << (len(bases) - 1).bit_length()
-        sel = Cat(base_idx, self.buf) if self.buffers > 1 else base_idx
+                                m.d.comb += [first.eq(b), pat.eq(k), self.need.eq(beat_rows(inf, r))]
+        base = Signal(range(nb))        # the beat's first block in the ring
+        m.d.comb += base.eq(self.start + first)
+        # Window row w is ring slot 8 · base + w. A pattern of span s starts at a multiple of
+        # s (aligned starts, aligned spans), so row w only needs those bases; a base no
+        # pattern reads it from repeats the base with its low bits cleared, and the tree
+        # merges the two.
+        slot = [self.rows[i] for i in range(ring)]
         window = []
         for w in range(_WINDOW):
-            options = []
-            for buf in range(self.buffers):
-                slots = {b: self.rows[buf][b + w] for b in sorted(used[w])}
-                first = next(iter(slots.values()), None)
-                per = [slots.get(b, first) for b in bases]
-                options += per + [per[-1]] * (nb - len(per))
+            used = {b for k, p in enumerate(patterns) if any(row == w for row, _ in p)
+                    for b in range(0, nb, spans[k])}
             row = Signal(_ROW_BITS, name=f"window{w}")
-            if options[0] is not None:
-                m.d.comb += row.eq(mux_tree(sel, options))
+            if used:
+                def pick(b):
+                    for bits in range(nb.bit_length()):
+                        if (b >> bits << bits) in used:
+                            return b >> bits << bits
+                    return min(used)
+                m.d.comb += row.eq(mux_tree(base, [slot[(BLOCK * pick(b) + w) % ring] for b in range(nb)]))
             window.append(row)
         byte_of = {}                    # one Value per window byte, so equal options merge
 

@@ -36,14 +36,15 @@ def blocks(policy: str):
         # the scheduler is as wide as the policy's window: 8 rows (h200) or 32 (packed)
         "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=7),
         "decompress": lambda: Decompressor(),
-        "shuffle": lambda: LoadShuffle(buffers=2),
+        # the load shuffle reads the policy's row-buffer ring (4 blocks: h200, 8: packed)
+        "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
         "unit": lambda: LoadStoreUnit(p),
     }
 
 
 #: blocks that differ between the policies
-PER_POLICY = ("scheduler", "unit")
+PER_POLICY = ("scheduler", "shuffle", "unit")
 
 
 class Registered(Elaboratable):
