@@ -314,7 +314,9 @@ class LoadStoreUnit(wiring.Component):
         f_pending = Signal(R)
         f_recv = Signal(range(R + 1))       # stmatrix beats received
         f_rmask = Signal(R)                 # stmatrix rows received
-        fc = form_consts(f_form, "f")
+        # the constants F needs, registered when it takes the instruction (no form decode
+        # on the scheduler's path)
+        fc = {k: Signal(shape, name=f"f_{k}") for k, shape in (("load", 1), ("nregs", range(R + 1)), ("fmt", 2))}
         quad_of = [f_addr[i][4:4 + qbits] for i in range(R)]
         line_of = [f_addr[i][4 + qbits:4 + qbits + LB] for i in range(R)]
 
@@ -531,6 +533,7 @@ class LoadStoreUnit(wiring.Component):
             with m.If(a_err == Error.NONE):
                 with m.If(ac["load"]):
                     m.d.sync += alloc.eq(a_start + ac["blocks"])
+                m.d.sync += [fc[k].eq(ac[k]) for k in fc]
                 m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form), f_win.eq(0), f_start.eq(a_start),
                              f_lastwin.eq(ac["lastwin"]), f_pending.eq(ac["used"]), f_recv.eq(store_hs & pre),
                              f_rmask.eq(Mux(store_hs & pre, recv_rows, 0))]
