@@ -3,11 +3,11 @@ fragment shuffles for every ldmatrix / stmatrix form and wmma.load from shared m
 
 Data flow (docs/ARCHITECTURE.md): an instruction (form id + 32 thread addresses) is checked;
 its rows are served by the bank scheduler, one distinct address per bank quad per cycle (from
-a window of ``Params.window`` rows: one 8-row group under h200), into a row buffer (through the
-decompressor); the fragment shuffle, generated from the model's layout
-tables, turns the row buffer into one result beat per destination register. stmatrix takes
-one data beat per source register, shuffles it into the row buffer the other way, and writes
-the rows back through the scheduler. wmma.load generates its chunk addresses from the matrix
+a window of ``Params.window`` rows: one 8-row group under h200), into the row buffer, a ring
+of 8-slot blocks (through the decompressor); the fragment shuffle, generated from the model's
+layout tables, turns the row buffer into one result beat per destination register. stmatrix
+takes one data beat per source register, shuffles it into rows the other way, and writes the
+rows back through the scheduler (under h200 each window straight from its beat). wmma.load generates its chunk addresses from the matrix
 address and the stride and runs like an ldmatrix whose rows are those chunks, in one or two
 passes (:mod:`tensorlsu.hdl.forms`).
 """
@@ -61,8 +61,9 @@ class LoadStoreUnit(wiring.Component):
     """Warp-level matrix load/store unit for ldmatrix, stmatrix and wmma.load.
 
     Pipelined: an accepted instruction waits in one register, the banks serve one
-    instruction's rows while the result stage emits the previous one's beats from the other
-    row buffer; a load's beat leaves as soon as the rows it needs have landed.
+    instruction's rows while the result stage emits the previous one's beats; each load
+    takes the next blocks of the row-buffer ring, and a block is filled again once the beats
+    that read it have left. A load's beat leaves as soon as the rows it needs have landed.
 
     Parameters
     ----------
@@ -283,7 +284,7 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += wa.eq(a_addr[0][:aw] + line_off + chunk)
             w_addr.append(wa)
 
-        # ---- instruction entries, in order: one per row buffer ---------------------------
+        # ---- instruction entries, in order: one filling, one emitting ---------------------
         e_valid = Signal(NBUF)
         e_set, e_clr = Signal(NBUF), Signal(NBUF)
         e_free_now = Signal()           # the head entry gives its last beat this cycle
