@@ -192,15 +192,6 @@ class LoadStoreUnit(wiring.Component):
             a = ip.addr[i]
             m.d.comb += [mis[i].eq(rowused[i] & (a[:4] != 0)),
                          oor[i].eq(rowused[i] & (a > limit))]
-        # Overlap is reported only when every row is aligned and in range, so comparing the
-        # row indices suffices.
-        pairs = []
-        for i in range(R):
-            for j in range(i + 1, R):
-                pairs.append(rowused[i] & rowused[j] &
-                             (ip.addr[i][4:4 + rowbits] == ip.addr[j][4:4 + rowbits]))
-        overlap = Signal()
-        m.d.comb += overlap.eq(Cat(*pairs).any() & ~ic["load"])
         # wmma.load: matrix address, stride (the model's rules) and the span of its lines
         w_lg_bits = Signal(range(7))    # log2 of the element width
         w_lg_lines = Signal(range(6))   # log2 of the number of lines
@@ -238,19 +229,19 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += in_err.eq(Error.MISALIGNED)
         with m.Elif(oor.any()):
             m.d.comb += in_err.eq(Error.OUT_OF_RANGE)
-        with m.Elif(overlap):
-            m.d.comb += in_err.eq(Error.OVERLAP)
 
         # ---- A: accepted instruction -----------------------------------------------------
         a_valid = Signal()
         a_form = Signal(FORM_BITS)
         # wide data registers have no reset: nothing reads them before their valid bits say so
         a_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R), reset_less=True)
-        a_err = Signal(Error)
+        a_err_in = Signal(Error)        # the checks of the accepted instruction but overlap
+        a_err = Signal(Error)           # ... with the stmatrix overlap check (below)
         a_sb = Signal(p.smem_bytes.bit_length())   # wmma stride in bytes (checked in range)
         a_pass = Signal()
         a_take = Signal()               # the pass in A moves on
         a_done = Signal()               # ... and it is the instruction's last
+        a_chk_done = Signal()           # the stmatrix overlap check is complete
         ac = form_consts(a_form, "a", a_pass)
         m.d.comb += a_done.eq(a_take & ((a_err != Error.NONE) | (a_pass == ac["lastpass"])))
 
@@ -462,7 +453,7 @@ class LoadStoreUnit(wiring.Component):
             # The first beat of the next stmatrix may arrive in the cycle the current one
             # writes its last rows (it fills other rows, or rows already read): stores run
             # back to back.
-            m.d.comb += pre.eq(f_finish & a_valid & (a_err == Error.NONE) & ~e_valid.bit_select(tail, 1)
+            m.d.comb += pre.eq(f_finish & a_valid & a_chk_done & (a_err == Error.NONE) & ~e_valid.bit_select(tail, 1)
                                & ac["valid"] & ~ac["load"])
             m.d.comb += self.store.ready.eq((f_valid & ~fc["load"] & (f_recv != fc["nregs"])) | pre)
             m.d.comb += [sshuf.form.eq(Mux(pre, a_form, f_form)), sshuf.beat.eq(Mux(pre, 0, f_recv)),
@@ -505,15 +496,39 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += a_bmask.eq(Mux(ac["load"], Cat(*[
             Cat(*[(k < ac["blocks"]) & ((a_start + k)[:len(a_start)] == pb) for k in range(LOGB)]).any()
             for pb in range(NB)]), 0))
+        # stmatrix overlap (two threads storing one row), in A, over one or two cycles: row i
+        # is compared with rows i + d (d = 1 … 8, mod 32) of a copy that turns by 8 rows a
+        # cycle, so cycle c covers distances 8c + 1 … 8c + 8: an .x1 (8 rows) needs one
+        # cycle, .x2 / .x4 two (a distance d and 32 - d are the same pairs). Reported only when
+        # every row is aligned and in range, so the row indices suffice. 256 comparators
+        # instead of 496 pairs at once, and off the instruction port's path.
+        OD = GROUP_ROWS                 # distances per cycle
+        a_rot = [Signal(rowbits, name=f"a_rot{i}", reset_less=True) for i in range(R)]
+        a_rot_used = Signal(R)
+        a_chk = Signal()                # check cycle
+        a_found = Signal()
+        a_hit = Signal()
+        hits = [a_rot_used[(i + d) % R] & ac["used"][i]
+                & (a_addr[i][4:4 + rowbits] == a_rot[(i + d) % R]) for i in range(R) for d in range(1, OD + 1)]
+        m.d.comb += a_hit.eq(~ac["load"] & (a_found | Cat(*hits).any()))
+        # x1 stores: one cycle; loads need none
+        m.d.comb += a_chk_done.eq(ac["load"] | ~ac["used"][OD:].any() | a_chk)
+        m.d.comb += a_err.eq(Mux((a_err_in == Error.NONE) & a_hit, Error.OVERLAP, a_err_in))
+        with m.If(self.instr.valid & self.instr.ready):
+            m.d.sync += [a_rot[i].eq(ip.addr[i][4:4 + rowbits]) for i in range(R)]
+            m.d.sync += [a_rot_used.eq(Mux(ic["load"], 0, ic["used"])), a_chk.eq(0), a_found.eq(0)]
+        with m.Elif(a_valid & ~a_chk_done):
+            m.d.sync += [a_rot[i].eq(a_rot[(i + OD) % R]) for i in range(R)]
+            m.d.sync += [a_rot_used.eq(a_rot_used.rotate_right(OD)), a_chk.eq(1), a_found.eq(a_hit)]
         slot_free = Signal()
         # an entry may be taken in the cycle its previous instruction gives its last beat: the
         # new rows land two cycles later at the earliest
         m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1) | (e_free_now & (head == tail)))
-        m.d.comb += a_take.eq(a_valid & slot_free & ((a_err != Error.NONE) | f_free))
+        m.d.comb += a_take.eq(a_valid & a_chk_done & slot_free & ((a_err != Error.NONE) | f_free))
         m.d.comb += self.instr.ready.eq((~a_valid | a_done) & ~d_valid
                                         & ~(idle & (self.fill.valid | self.dump_req.valid)))
         with m.If(self.instr.valid & self.instr.ready):
-            m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(in_err),
+            m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err_in.eq(in_err),
                          a_sb.eq(w_sb), a_pass.eq(0)]
         with m.Elif(a_done):
             m.d.sync += a_valid.eq(0)

@@ -123,3 +123,29 @@ def test_rtl_backend_refuses_what_it_lacks():
                    {"error": "the load/store unit has no global memory (a generic address in the "
                              "global image)"},
                    {"error": "the RTL has no tcgen05.ld"}]
+
+
+def test_every_pair_of_overlapping_stmatrix_rows_is_refused():
+    """Two threads storing one row is refused (OVERLAP) for every pair of rows of .x1, .x2 and
+    .x4, whatever their distance: the unit checks the pairs over one or two cycles by
+    distance, so each distance is a separate comparator. Distinct rows store normally, and a
+    refused store writes nothing."""
+    from tensorlsu.hdl.cosim import run_jobs
+    from tensorlsu.hdl.lsu import Error
+    jobs, expect = [], []
+    for num in (1, 2, 4):
+        fid = forms.form_id(ptx.parse(f"stmatrix.sync.aligned.m8n8.x{num}.shared.b16", "sm_90"))
+        rows = 8 * num
+        base = [16 * (3 * i + 1) for i in range(rows)]  # distinct rows
+        jobs.append({"form": fid, "addr": base, "store": [[r * 32 + t for t in range(32)] for r in range(num)]})
+        expect.append(Error.NONE)
+        for i in range(rows):
+            for j in range(i + 1, rows):
+                a = list(base)
+                a[j] = a[i]
+                jobs.append({"form": fid, "addr": a, "store": []})
+                expect.append(Error.OVERLAP)
+    results, _ = run_jobs([{"burst": jobs[k:k + 8]} for k in range(0, len(jobs), 8)], sim="verilator")
+    got = [r["error"] for b in results for r in b["burst"]]
+    assert got == [e.value for e in expect]
+    assert len(got) == 3 + 28 + 120 + 496
