@@ -123,6 +123,8 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
         log = (work / "nextpnr.log").read_text() if (work / "nextpnr.log").exists() else ""
         found = re.findall(r"Max frequency for clock '[^']*': ([\d.]+) MHz", log)
         errors = [e for e in re.findall(r"ERROR: (.*)", log) if "Max frequency" not in e]
+        if r is not None and r.returncode and not errors and "ERROR: Max frequency" in log:
+            stopped = None  # routed; nextpnr exits 1 only because it missed the --freq target
         if stopped and found and not errors:
             # placed, not routed: nextpnr's post-placement estimate only
             res["fmax_placed_mhz"] = float(found[-1])
