@@ -23,7 +23,17 @@ _WINDOW = forms.SLOTS  # slots one beat may read (a wmma .c .f64 row-major beat 
 
 def beat_rows(inf: forms.FormInfo, r: int) -> int:
     """Mask of the rows register beat ``r`` of a form touches."""
-    return sum(1 << int(x) for x in set(inf.table[:, r, :, 0].flat))
+    return sum(1 << s for s in inf.beat_slots(r))
+
+
+def _merged_base(b: int, used: set[int], nb: int) -> int:
+    """The base a tree leaf ``b`` no pattern reads from repeats: ``b`` with its low bits
+    cleared until it is a used one, so neighbouring leaves are the same and the tree merges
+    them."""
+    for bits in range(nb.bit_length()):
+        if (b >> bits << bits) in used:
+            return b >> bits << bits
+    return min(used)
 
 
 def _plan():
@@ -114,9 +124,7 @@ class LoadShuffle(wiring.Component):
         base = Signal(range(nb))        # the beat's first block in the ring
         m.d.comb += base.eq(self.start + first)
         # Window row w is ring slot 8 · base + w. A pattern of span s starts at a multiple of
-        # s (aligned starts, aligned spans), so row w only needs those bases; a base no
-        # pattern reads it from repeats the base with its low bits cleared, and the tree
-        # merges the two.
+        # s (aligned starts, aligned spans), so row w only needs those bases.
         slot = [self.rows[i] for i in range(ring)]
         window = []
         for w in range(_WINDOW):
@@ -124,12 +132,8 @@ class LoadShuffle(wiring.Component):
                     for b in range(0, nb, spans[k])}
             row = Signal(_ROW_BITS, name=f"window{w}")
             if used:
-                def pick(b):
-                    for bits in range(nb.bit_length()):
-                        if (b >> bits << bits) in used:
-                            return b >> bits << bits
-                    return min(used)
-                m.d.comb += row.eq(mux_tree(base, [slot[(BLOCK * pick(b) + w) % ring] for b in range(nb)]))
+                m.d.comb += row.eq(mux_tree(base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
+                                                   for b in range(nb)]))
             window.append(row)
         byte_of = {}                    # one Value per window byte, so equal options merge
 
