@@ -19,10 +19,12 @@ __all__ = ["SPECS"]
 
 
 class SchedulerContract(Elaboratable):
-    """The bank scheduler's per-cycle contract, for all inputs (combinational: depth 1 is a proof)."""
+    """The bank scheduler's per-cycle contract, for all inputs (combinational: depth 1 is a proof).
+    With ``pairs`` the row comparisons are inputs too, assumed to describe the rows."""
 
-    def __init__(self, scheduler_cls=BankScheduler, rows=32, quads=8, line_bits=7):
-        self.dut = scheduler_cls(rows=rows, quads=quads, line_bits=line_bits)
+    def __init__(self, scheduler_cls=BankScheduler, rows=32, quads=8, line_bits=7, pairs=False):
+        kw = {"pairs": True} if pairs else {}
+        self.dut = scheduler_cls(rows=rows, quads=quads, line_bits=line_bits, **kw)
 
     def elaborate(self, platform):
         m = Module()
@@ -30,6 +32,14 @@ class SchedulerContract(Elaboratable):
         R, Q = d.rows, d.quads
         for sig in (d.eligible, d.quad, d.line):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
+        if getattr(d, "pairs", False):
+            m.d.comb += [d.same_quad.eq(AnySeq(len(d.same_quad))), d.same_line.eq(AnySeq(len(d.same_line)))]
+            for i in range(R):
+                for j in range(i):
+                    k = d.pair(i, j)
+                    # the caller's comparisons are those of the rows' quads and lines
+                    m.d.comb += Assume(d.same_quad[k] == (d.quad[i] == d.quad[j]))
+                    m.d.comb += Assume(d.same_line[k] == ((d.quad[i] == d.quad[j]) & (d.line[i] == d.line[j])))
         for q in range(Q):
             g = d.grant[q]
             wants = Cat(*[d.eligible[i] & (d.quad[i] == q) for i in range(R)]).any()
@@ -260,6 +270,8 @@ class BrokenBroadcast(BankScheduler):
 #: name: (spec factory, sby mode, depth, why that depth)
 SPECS = {
     "scheduler": (lambda: SchedulerContract(), "prove", 1, "combinational: one step is every case"),
+    "scheduler_pairs": (lambda: SchedulerContract(rows=8, pairs=True), "prove", 1,
+                        "combinational (the h200 window's scheduler)"),
     "scheduler_cover": (lambda: SchedulerContract(rows=4, quads=2, line_bits=2), "cover", 1,
                         "covers need one step"),
     "completion": (lambda: SchedulerCompletion(), "bmc", 10,

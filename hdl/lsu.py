@@ -14,7 +14,7 @@ passes (:mod:`tensorlsu.hdl.forms`).
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import C, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -155,13 +155,18 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += rd[q].en.eq(0)
 
         # ---- per-form constants of a form id ---------------------------------------------
+        const_shapes = {"valid": 1, "load": 1, "wmma": 1, "used": R, "nregs": range(R + 1), "fmt": 2,
+                        "pend": range(R + 1), "lastpass": 1, "lastwin": range(NW), "align": range(NB),
+                        "blocks": range(NB + 1)}
+        per_pass = ("used", "pend", "lastwin", "blocks")   # the keys that differ between passes
+
+        def const_regs(prefix, keys=tuple(const_shapes)):
+            return {k: Signal(const_shapes[k], name=f"{prefix}_{k}") for k in keys}
+
         def form_consts(fid_sig, prefix, pass_sig=None):
             """Constants of a form id; ``used`` and ``pend`` (its last beat) of pass
             ``pass_sig`` (pass 0 when None)."""
-            c = {k: Signal(shape, name=f"{prefix}_{k}") for k, shape in (
-                ("valid", 1), ("load", 1), ("wmma", 1), ("used", R), ("nregs", range(R + 1)),
-                ("fmt", 2), ("pend", range(R + 1)), ("lastpass", 1), ("lastwin", range(NW)),
-                ("align", range(NB)), ("blocks", range(NB + 1)))}
+            c = {k: Signal(shape, name=f"{prefix}_{k}") for k, shape in const_shapes.items()}
             with m.Switch(fid_sig):
                 for f, inf in enumerate(infos):
                     with m.Case(f):
@@ -184,6 +189,7 @@ class LoadStoreUnit(wiring.Component):
         # ---- checks of an incoming instruction -------------------------------------------
         ip = self.instr.payload
         ic = form_consts(ip.form, "in")
+        ic1 = form_consts(ip.form, "in1", C(1))     # the second pass's constants
         mis, oor = Signal(R), Signal(R)
         rowused = Signal(R)             # rows of an ldmatrix / stmatrix
         m.d.comb += rowused.eq(Mux(ic["wmma"], 0, ic["used"]))
@@ -239,11 +245,15 @@ class LoadStoreUnit(wiring.Component):
         a_err = Signal(Error)           # ... with the stmatrix overlap check (below)
         a_sb = Signal(p.smem_bytes.bit_length())   # wmma stride in bytes (checked in range)
         a_pass = Signal()
-        a_take = Signal()               # the pass in A moves on
+        a_move = Signal()               # the pass in A moves on to B
         a_done = Signal()               # ... and it is the instruction's last
         a_chk_done = Signal()           # the stmatrix overlap check is complete
-        ac = form_consts(a_form, "a", a_pass)
-        m.d.comb += a_done.eq(a_take & ((a_err != Error.NONE) | (a_pass == ac["lastpass"])))
+        # the constants of the pass in A, registered when the instruction is accepted (no form
+        # decode between A and the stages after it); the second pass's wait in ac1
+        ac = const_regs("a")
+        ac1 = const_regs("a1", per_pass)
+        # (an overlap refuses a store, of one pass: a_err_in decides when A is done)
+        m.d.comb += a_done.eq(a_move & ((a_err_in != Error.NONE) | (a_pass == ac["lastpass"])))
 
         # chunk addresses of the wmma pass in A: addr + line · stride + 16 · chunk. Each slot
         # selects among the few lines it holds in some form, from one table of line offsets.
@@ -257,16 +267,20 @@ class LoadStoreUnit(wiring.Component):
         nlines = max(inf.lines for _, inf in wmmas)
         off = [Signal(aw, name=f"w_off{k}") for k in range(nlines)]
         m.d.comb += [off[k].eq(a_sb * k) for k in range(nlines)]
-        l_idx = [Signal(range(max(1, len(o))), name=f"w_line{s}") for s, o in enumerate(slot_lines)]
-        c_idx = [Signal(range(max(1, len(o))), name=f"w_chunk{s}") for s, o in enumerate(slot_chunks)]
-        with m.Switch(a_form):
+        # the indices are decoded from the instruction's form as it is accepted, for both
+        # passes, and registered (no form decode before the adders)
+        sel_shapes = [range(max(1, len(o))) for o in slot_lines + slot_chunks]
+        in_idx = [[Signal(sh, name=f"in{q}_wsel{k}") for k, sh in enumerate(sel_shapes)] for q in range(2)]
+        a_idx = [[Signal(sh, name=f"a{q}_wsel{k}") for k, sh in enumerate(sel_shapes)] for q in range(2)]
+        with m.Switch(ip.form):
             for f, inf in wmmas:
                 with m.Case(f):
-                    for s in range(R):
-                        for idx, opts, part in ((l_idx, slot_lines, 0), (c_idx, slot_chunks, 1)):
-                            v = [opts[s].index(inf.passes[q][s][part]) if s < len(inf.passes[q]) else 0
-                                 for q in range(len(inf.passes))]
-                            m.d.comb += idx[s].eq(v[0] if len(v) == 1 else Mux(a_pass, v[1], v[0]))
+                    for q in range(2):
+                        ps = inf.passes[min(q, len(inf.passes) - 1)]
+                        for s in range(R):
+                            for k, opts, part in ((s, slot_lines, 0), (R + s, slot_chunks, 1)):
+                                m.d.comb += in_idx[q][k].eq(opts[s].index(ps[s][part]) if s < len(ps) else 0)
+        l_idx, c_idx = a_idx[0][:R], a_idx[0][R:]
         w_addr = []
         for s in range(R):
             wa = Signal(aw, name=f"w_addr{s}")
@@ -275,13 +289,39 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += wa.eq(a_addr[0][:aw] + line_off + chunk)
             w_addr.append(wa)
 
+        # ---- B: a queue of two checked passes, with their row (or chunk) addresses and
+        # constants, all registered: handing one to the banks involves no decode, comparator
+        # or adder, and A moves on whenever the queue has room (a register), so that the
+        # instruction port's ready depends on no bank or result-stage decision
+        NQ = 2
+        bq_valid = Signal(NQ)
+        bq_form = [Signal(FORM_BITS, name=f"b{k}_form") for k in range(NQ)]
+        bq_err = [Signal(Error, name=f"b{k}_err") for k in range(NQ)]
+        bq_addr = [[Signal(aw, name=f"b{k}_addr{i}", reset_less=True) for i in range(R)] for k in range(NQ)]
+        bq_c = [const_regs(f"b{k}") for k in range(NQ)]
+        b_wp, b_rp = Signal(range(NQ)), Signal(range(NQ))
+        # the oldest pass of the queue
+        b_valid = Signal()
+        b_form = Signal(FORM_BITS)
+        b_err = Signal(Error)
+        b_addr = [Signal(aw, name=f"b_addr{i}") for i in range(R)]
+        bc = {k: Signal(shape, name=f"b_{k}") for k, shape in const_shapes.items()}
+        m.d.comb += b_valid.eq(bq_valid.bit_select(b_rp, 1))
+        with m.Switch(b_rp):
+            for k in range(NQ):
+                with m.Case(k):
+                    m.d.comb += [b_form.eq(bq_form[k]), b_err.eq(bq_err[k])]
+                    m.d.comb += [b_addr[i].eq(bq_addr[k][i]) for i in range(R)]
+                    m.d.comb += [bc[c].eq(bq_c[k][c]) for c in bc]
+        b_take = Signal()               # the oldest pass moves on to an entry (and to F)
+
         # ---- instruction entries, in order: one filling, one emitting ---------------------
         e_valid = Signal(NBUF)
         e_set, e_clr = Signal(NBUF), Signal(NBUF)
         e_free_now = Signal()           # the head entry gives its last beat this cycle
         e_form = [Signal(FORM_BITS, name=f"e{b}_form") for b in range(NBUF)]
         e_err = [Signal(Error, name=f"e{b}_err") for b in range(NBUF)]
-        e_pass = [Signal(name=f"e{b}_pass") for b in range(NBUF)]
+        ec = [const_regs(f"e{b}", ("valid", "load", "wmma", "nregs", "pend")) for b in range(NBUF)]
         landed = [Signal(R, name=f"e{b}_landed") for b in range(NBUF)]
         cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
         wdone = Signal(NBUF)
@@ -302,7 +342,7 @@ class LoadStoreUnit(wiring.Component):
         # register, off the scheduler's path; one cycle late is only conservative)
         busy = Signal(NB)
         f_form = Signal(FORM_BITS)
-        f_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R), reset_less=True)
+        f_addr = [Signal(aw, name=f"f_addr{i}", reset_less=True) for i in range(R)]
         f_pending = Signal(R)
         f_recv = Signal(range(R + 1))       # stmatrix beats received
         f_rmask = Signal(R)                 # stmatrix rows received
@@ -453,10 +493,10 @@ class LoadStoreUnit(wiring.Component):
             # The first beat of the next stmatrix may arrive in the cycle the current one
             # writes its last rows (it fills other rows, or rows already read): stores run
             # back to back.
-            m.d.comb += pre.eq(f_finish & a_valid & a_chk_done & (a_err == Error.NONE) & ~e_valid.bit_select(tail, 1)
-                               & ac["valid"] & ~ac["load"])
+            m.d.comb += pre.eq(f_finish & b_valid & (b_err == Error.NONE) & ~e_valid.bit_select(tail, 1)
+                               & bc["valid"] & ~bc["load"])
             m.d.comb += self.store.ready.eq((f_valid & ~fc["load"] & (f_recv != fc["nregs"])) | pre)
-            m.d.comb += [sshuf.form.eq(Mux(pre, a_form, f_form)), sshuf.beat.eq(Mux(pre, 0, f_recv)),
+            m.d.comb += [sshuf.form.eq(Mux(pre, b_form, f_form)), sshuf.beat.eq(Mux(pre, 0, f_recv)),
                          sshuf.data.eq(self.store.payload), recv_rows.eq(sshuf.need)]
             with m.If(store_hs):
                 with m.Switch(sshuf.group):
@@ -472,7 +512,7 @@ class LoadStoreUnit(wiring.Component):
         # ---- fill and dump: bank-parallel access while nothing is in flight ---------------
         idle = Signal()
         d_valid = Signal()
-        m.d.comb += idle.eq(~a_valid & ~f_valid & (e_valid == 0) & ~d_valid)
+        m.d.comb += idle.eq(~a_valid & (bq_valid == 0) & ~f_valid & (e_valid == 0) & ~d_valid)
         m.d.comb += [self.fill.ready.eq(idle), self.dump_req.ready.eq(idle & ~self.fill.valid)]
         with m.If(self.fill.valid & self.fill.ready):
             for q in range(Q):
@@ -492,9 +532,9 @@ class LoadStoreUnit(wiring.Component):
         alloc = Signal(range(NB))
         a_start = Signal(range(NB))
         a_bmask = Signal(NB)
-        m.d.comb += a_start.eq((alloc + ac["align"]) & ~ac["align"])
-        m.d.comb += a_bmask.eq(Mux(ac["load"], Cat(*[
-            Cat(*[(k < ac["blocks"]) & ((a_start + k)[:len(a_start)] == pb) for k in range(LOGB)]).any()
+        m.d.comb += a_start.eq((alloc + bc["align"]) & ~bc["align"])
+        m.d.comb += a_bmask.eq(Mux(bc["load"], Cat(*[
+            Cat(*[(k < bc["blocks"]) & ((a_start + k)[:len(a_start)] == pb) for k in range(LOGB)]).any()
             for pb in range(NB)]), 0))
         # stmatrix overlap (two threads storing one row), in A, over one or two cycles: row i
         # is compared with rows i + d (d = 1 … 8, mod 32) of a copy that turns by 8 rows a
@@ -524,52 +564,73 @@ class LoadStoreUnit(wiring.Component):
         # an entry may be taken in the cycle its previous instruction gives its last beat: the
         # new rows land two cycles later at the earliest
         m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1) | (e_free_now & (head == tail)))
-        m.d.comb += a_take.eq(a_valid & a_chk_done & slot_free & ((a_err != Error.NONE) | f_free))
+        m.d.comb += b_take.eq(b_valid & slot_free & ((b_err != Error.NONE) | f_free))
+        m.d.comb += a_move.eq(a_valid & a_chk_done & ~bq_valid.all())
         m.d.comb += self.instr.ready.eq((~a_valid | a_done) & ~d_valid
                                         & ~(idle & (self.fill.valid | self.dump_req.valid)))
         with m.If(self.instr.valid & self.instr.ready):
             m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err_in.eq(in_err),
                          a_sb.eq(w_sb), a_pass.eq(0)]
+            m.d.sync += [ac[k].eq(ic[k]) for k in ac] + [ac1[k].eq(ic1[k]) for k in ac1]
+            m.d.sync += [a_idx[q][k].eq(in_idx[q][k]) for q in range(2) for k in range(2 * R)]
         with m.Elif(a_done):
             m.d.sync += a_valid.eq(0)
-        with m.Elif(a_take):
+        with m.Elif(a_move):
             m.d.sync += a_pass.eq(1)
+            m.d.sync += [ac[k].eq(ac1[k]) for k in ac1]
+            m.d.sync += [a_idx[0][k].eq(a_idx[1][k]) for k in range(2 * R)]
+
+        b_set, b_clr = Signal(NQ), Signal(NQ)
+        with m.If(a_move):
+            m.d.comb += b_set.bit_select(b_wp, 1).eq(1)
+            m.d.sync += b_wp.eq(b_wp + 1)
+            with m.Switch(b_wp):
+                for k in range(NQ):
+                    with m.Case(k):
+                        m.d.sync += [bq_form[k].eq(a_form), bq_err[k].eq(a_err)]
+                        m.d.sync += [bq_c[k][c].eq(ac[c]) for c in bc]
+                        m.d.sync += [bq_addr[k][i].eq(Mux(ac["wmma"], w_addr[i], a_addr[i][:aw])) for i in range(R)]
+        with m.If(b_take):
+            m.d.comb += b_clr.bit_select(b_rp, 1).eq(1)
+            m.d.sync += b_rp.eq(b_rp + 1)
+        m.d.sync += bq_valid.eq((bq_valid & ~b_clr) | b_set)
 
         with m.If(f_finish):
             m.d.sync += f_valid.eq(0)
-        with m.If(a_take):
+        with m.If(b_take):
             m.d.comb += e_set.bit_select(tail, 1).eq(1)
             m.d.sync += tail.eq(tail + 1)
             with m.Switch(tail):
                 for b in range(NBUF):
                     with m.Case(b):
-                        m.d.sync += [e_form[b].eq(a_form), e_err[b].eq(a_err), e_pass[b].eq(a_pass),
-                                     e_start[b].eq(a_start), e_bmask[b].eq(Mux(a_err == Error.NONE, a_bmask, 0)),
+                        m.d.sync += [e_form[b].eq(b_form), e_err[b].eq(b_err),
+                                     e_start[b].eq(a_start), e_bmask[b].eq(Mux(b_err == Error.NONE, a_bmask, 0)),
                                      landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0)]
-            with m.If(a_err == Error.NONE):
-                with m.If(ac["load"]):
-                    m.d.sync += alloc.eq(a_start + ac["blocks"])
-                m.d.sync += [fc[k].eq(ac[k]) for k in fc]
-                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(a_form), f_win.eq(0), f_start.eq(a_start),
-                             f_lastwin.eq(ac["lastwin"]), f_pending.eq(ac["used"]), f_recv.eq(store_hs & pre),
+                        m.d.sync += [ec[b][k].eq(bc[k]) for k in ec[b]]
+            with m.If(b_err == Error.NONE):
+                with m.If(bc["load"]):
+                    m.d.sync += alloc.eq(a_start + bc["blocks"])
+                m.d.sync += [fc[k].eq(bc[k]) for k in fc]
+                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(b_form), f_win.eq(0), f_start.eq(a_start),
+                             f_lastwin.eq(bc["lastwin"]), f_pending.eq(bc["used"]), f_recv.eq(store_hs & pre),
                              f_rmask.eq(Mux(store_hs & pre, recv_rows, 0))]
-                m.d.sync += [f_addr[i].eq(Mux(ac["wmma"], w_addr[i], a_addr[i])) for i in range(R)]
+                m.d.sync += [f_addr[i].eq(b_addr[i]) for i in range(R)]
 
         # ---- E: result beats of the oldest entry, in order --------------------------------
         h_form = Signal(FORM_BITS)
-        h_pass = Signal()
         h_err = Signal(Error)
         h_landed = Signal(R)
         h_cyc = Signal(CYCLE_BITS)
         h_start = Signal(range(NB))
         o_bmask = Signal(NB)            # the other entry's blocks
+        hc = {k: Signal(const_shapes[k], name=f"h_{k}") for k in ec[0]}
         with m.Switch(head):
             for b in range(NBUF):
                 with m.Case(b):
-                    m.d.comb += [h_form.eq(e_form[b]), h_pass.eq(e_pass[b]), h_err.eq(e_err[b]),
+                    m.d.comb += [h_form.eq(e_form[b]), h_err.eq(e_err[b]),
                                  h_landed.eq(landed[b]), h_cyc.eq(cyc[b]), h_start.eq(e_start[b]),
                                  o_bmask.eq(e_bmask[1 - b])]
-        hc = form_consts(h_form, "h", h_pass)
+                    m.d.comb += [hc[k].eq(ec[b][k]) for k in hc]
         h_valid = Signal()
         m.d.comb += h_valid.eq(e_valid.bit_select(head, 1))
         beat = Signal(range(R + 1))

@@ -25,6 +25,10 @@ class BankScheduler(wiring.Component):
         Bank quads (8 for 32 banks of 4 bytes).
     line_bits : int
         Width of a row's line index within its quad.
+    pairs : bool
+        Take the row comparisons as inputs (``same_quad``, ``same_line``), computed ahead of
+        time by the caller, instead of comparing quads and lines here: the decision then
+        costs a few gates after the eligibility, which is what a pipelined caller needs.
 
     Members
     -------
@@ -38,22 +42,34 @@ class BankScheduler(wiring.Component):
         Rows served this cycle (every eligible row sharing a chosen address).
     grant : Out(ArrayLayout(StructLayout{valid, row, line}, quads))
         Per quad: whether it is accessed, the lowest eligible row chosen, and its line.
+    same_quad, same_line : In(rows * (rows - 1) // 2), only with ``pairs``
+        For each pair of rows ``j < i`` (bit ``i * (i - 1) // 2 + j``): whether they lie in
+        one quad, and whether they also have one line (one address).
     """
 
-    def __init__(self, *, rows: int = 32, quads: int = 8, line_bits: int = 7):
+    def __init__(self, *, rows: int = 32, quads: int = 8, line_bits: int = 7, pairs: bool = False):
         if rows < 1 or quads < 1 or line_bits < 1:
             raise ValueError("rows, quads and line_bits must be positive")
-        self.rows, self.quads, self.line_bits = rows, quads, line_bits
+        self.rows, self.quads, self.line_bits, self.pairs = rows, quads, line_bits, pairs
         qbits = max(1, (quads - 1).bit_length())
         rbits = max(1, (rows - 1).bit_length())
         grant = data.StructLayout({"valid": 1, "row": unsigned(rbits), "line": unsigned(line_bits)})
-        super().__init__({
+        members = {
             "eligible": In(rows),
             "quad": In(data.ArrayLayout(unsigned(qbits), rows)),
             "line": In(data.ArrayLayout(unsigned(line_bits), rows)),
             "served": Out(rows),
             "grant": Out(data.ArrayLayout(grant, quads)),
-        })
+        }
+        if pairs:
+            npairs = max(1, rows * (rows - 1) // 2)
+            members.update({"same_quad": In(npairs), "same_line": In(npairs)})
+        super().__init__(members)
+
+    @staticmethod
+    def pair(i: int, j: int) -> int:
+        """Bit of the pair of rows ``j < i`` in ``same_quad`` / ``same_line``."""
+        return i * (i - 1) // 2 + j
 
     def elaborate(self, platform):
         m = Module()
@@ -62,6 +78,8 @@ class BankScheduler(wiring.Component):
         in_quad = [[Signal(name=f"row{i}_in_q{q}") for q in range(Q)] for i in range(R)]
         for i in range(R):
             m.d.comb += [in_quad[i][q].eq(self.quad[i] == q) for q in range(Q)]
+        if self.pairs:
+            return self._elaborate_pairs(m, in_quad)
         for q in range(Q):
             g = self.grant[q]
             req = Signal(R, name=f"req{q}")
@@ -82,4 +100,27 @@ class BankScheduler(wiring.Component):
             for q in range(Q):
                 hit = hit | (in_quad[i][q] & self.grant[q].valid & (self.grant[q].line == self.line[i]))
             m.d.comb += self.served[i].eq(self.eligible[i] & hit)
+        return m
+
+    def _elaborate_pairs(self, m, in_quad):
+        R, Q = self.rows, self.quads
+        el, sq, sl = self.eligible, self.same_quad, self.same_line
+        # a row is its quad's choice when no lower eligible row shares the quad
+        first = Signal(R)
+        for i in range(R):
+            lower = [el[j] & sq[self.pair(i, j)] for j in range(i)]
+            m.d.comb += first[i].eq(el[i] & ~Cat(*lower).any() if lower else el[i])
+        for q in range(Q):
+            g = self.grant[q]
+            pick = [first[i] & in_quad[i][q] for i in range(R)]
+            line = 0
+            row = 0
+            for i in range(R):
+                line = line | Mux(pick[i], self.line[i], 0)
+                row = row | Mux(pick[i], i, 0)
+            m.d.comb += [g.valid.eq(Cat(*pick).any()), g.line.eq(line), g.row.eq(row)]
+        for i in range(R):
+            # served with its quad's choice: that row, or a lower one with the same address
+            same = [first[j] & sl[self.pair(i, j)] for j in range(i)]
+            m.d.comb += self.served[i].eq(first[i] | (el[i] & Cat(*same).any()) if same else first[i])
         return m
