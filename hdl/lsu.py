@@ -353,18 +353,20 @@ class LoadStoreUnit(wiring.Component):
         line_of = [f_addr[i][4 + qbits:4 + qbits + LB] for i in range(R)]
 
         # The window served this cycle (h200: one 8-row group at a time, wmma chunks too, eight
-        # slots per group), a register: the windows are served in order, and every slot of
-        # windows 0 … f_lastwin is used. Only the window's rows reach the scheduler, the
-        # landing crossbar and the store write crossbar.
+        # slots per group): the windows are served in order, and every slot of windows 0 …
+        # f_lastwin is used. F's rows shift down by a window as one is done, so the window
+        # is always rows 0 … W - 1 (no multiplexer on the scheduler's loop); f_win counts.
+        # Only the window's rows reach the scheduler, the landing and the store crossbars.
         f_win = Signal(range(NW))
         f_lastwin = Signal(range(NW))
-        w_quad = [Signal(qbits, name=f"win_quad{j}") for j in range(W)]
-        w_line = [Signal(LB, name=f"win_line{j}") for j in range(W)]
-        with m.Switch(f_win):
-            for w in range(NW):
-                with m.Case(w):
-                    m.d.comb += [w_quad[j].eq(quad_of[w * W + j]) for j in range(W)]
-                    m.d.comb += [w_line[j].eq(line_of[w * W + j]) for j in range(W)]
+        f_next = Signal()               # the window is done and another follows
+        w_quad, w_line = quad_of[:W], line_of[:W]
+        # Under h200 the row comparisons of every window are made when F takes the pass
+        # (from B's registers) and shift with the rows: the scheduler only combines them.
+        pairs = NW > 1
+        npairs = W * (W - 1) // 2
+        f_sq = [Signal(npairs, name=f"f_same_quad{w}") for w in range(NW)] if pairs else []
+        f_sl = [Signal(npairs, name=f"f_same_line{w}") for w in range(NW)] if pairs else []
         f_all_recv = Signal()           # every stmatrix beat is in (direct: it is by the last window)
         m.d.comb += f_all_recv.eq(fc["load"] | (f_recv == fc["nregs"]) | direct)
         # stmatrix rows may be written once their beat arrived; a packer that mixes matrices
@@ -377,31 +379,31 @@ class LoadStoreUnit(wiring.Component):
         # a load's window waits while the oldest entry, another one, still reads its blocks
         win_first = Signal(range(NB))   # the window's first ring block
         m.d.comb += win_first.eq(f_start + f_win * (W // BLK))
+        # the window's ring blocks, a register: set when F takes a pass, turned by a window's
+        # blocks as the next window comes (no adder or decoder before the scheduler)
         win_blocks = Signal(NB)
-        m.d.comb += win_blocks.eq(Cat(*[Cat(*[(win_first + k)[:len(win_first)] == pb for k in range(W // BLK)]).any()
-                                        for pb in range(NB)]))
         f_blocked = Signal()
         m.d.comb += f_blocked.eq((head != f_buf) & (win_blocks & busy).any())
         eligible = Signal(W)
-        m.d.comb += eligible.eq(Mux(f_valid, (f_pending & Mux(fc["load"], Mux(f_blocked, 0, (1 << R) - 1), store_ok))
-                                    .word_select(f_win, W), 0))
+        m.d.comb += eligible.eq(Mux(f_valid, (f_pending & Mux(fc["load"], Mux(f_blocked, 0, (1 << R) - 1), store_ok))[:W], 0))
 
-        sched = m.submodules.sched = BankScheduler(rows=W, quads=Q, line_bits=LB)
+        sched = m.submodules.sched = BankScheduler(rows=W, quads=Q, line_bits=LB, pairs=pairs)
         m.d.comb += sched.eligible.eq(eligible)
         for j in range(W):
             m.d.comb += [sched.quad[j].eq(w_quad[j]), sched.line[j].eq(w_line[j])]
-        served = Signal(R)              # the window's served rows, at their slots
-        with m.Switch(f_win):
-            for w in range(NW):
-                with m.Case(w):
-                    m.d.comb += served.eq(sched.served << (w * W))
-        any_grant = Signal()
-        m.d.comb += any_grant.eq(Cat(*[sched.grant[q].valid for q in range(Q)]).any())
+        if pairs:
+            m.d.comb += [sched.same_quad.eq(f_sq[0]), sched.same_line.eq(f_sl[0])]
+        any_grant = Signal()            # the banks work this cycle (some row is eligible: the
+        m.d.comb += any_grant.eq(eligible.any())   # scheduler then serves one, formal/specs.py)
 
         win_done = Signal()             # the window's last pending rows are served now
-        m.d.comb += win_done.eq((f_pending.word_select(f_win, W) & ~sched.served) == 0)
-        with m.If(f_valid & win_done & (f_win != f_lastwin)):
-            m.d.sync += f_win.eq(f_win + 1)
+        m.d.comb += win_done.eq((f_pending[:W] & ~sched.served) == 0)
+        m.d.comb += f_next.eq(f_valid & win_done & (f_win != f_lastwin))
+        with m.If(f_next):
+            m.d.sync += [f_win.eq(f_win + 1), win_blocks.eq(win_blocks.rotate_left(W // BLK))]
+            m.d.sync += [f_addr[i].eq(f_addr[i + W]) for i in range(R - W)]
+            m.d.sync += [f_sq[w].eq(f_sq[w + 1]) for w in range(len(f_sq) - 1)]
+            m.d.sync += [f_sl[w].eq(f_sl[w + 1]) for w in range(len(f_sl) - 1)]
         f_finish = Signal()
         m.d.comb += f_finish.eq(f_valid & f_all_recv & (f_win == f_lastwin) & win_done)
         f_free = Signal()
@@ -431,7 +433,7 @@ class LoadStoreUnit(wiring.Component):
                     for b in range(NBUF):
                         with m.Case(b):
                             m.d.sync += cyc[b].eq(cyc[b] + 1)
-            m.d.sync += f_pending.eq(f_pending & ~served)
+            m.d.sync += f_pending.eq(Mux(f_next, f_pending >> W, f_pending & ~Cat(sched.served, C(0, R - W))))
 
         # ---- rows land one cycle after they were read (through the decompressor) ---------
         land = Signal(W)                # window slots landing
@@ -448,10 +450,7 @@ class LoadStoreUnit(wiring.Component):
         half_slots = sorted({s % W for _, inf in wmmas if inf.line_bytes < ROW_BYTES
                              for q in inf.passes for s in range(len(q))})
         land_half = Signal(W)
-        with m.Switch(f_win):
-            for w in range(NW):
-                with m.Case(w):
-                    m.d.sync += [land_half[j].eq(f_addr[w * W + j][3]) for j in half_slots]
+        m.d.sync += [land_half[j].eq(f_addr[j][3]) for j in half_slots]
         dec = []
         for q in range(Q):
             d = m.submodules[f"decompress{q}"] = Decompressor()
@@ -615,6 +614,15 @@ class LoadStoreUnit(wiring.Component):
                              f_lastwin.eq(bc["lastwin"]), f_pending.eq(bc["used"]), f_recv.eq(store_hs & pre),
                              f_rmask.eq(Mux(store_hs & pre, recv_rows, 0))]
                 m.d.sync += [f_addr[i].eq(b_addr[i]) for i in range(R)]
+                m.d.sync += win_blocks.eq(Cat(*[Cat(*[(a_start + k)[:len(a_start)] == pb for k in range(W // BLK)]).any()
+                                                for pb in range(NB)]))
+                for w in range(len(f_sq)):
+                    for i in range(W):
+                        for j in range(i):
+                            a, b = b_addr[w * W + i], b_addr[w * W + j]
+                            k = BankScheduler.pair(i, j)
+                            q_eq = a[4:4 + qbits] == b[4:4 + qbits]
+                            m.d.sync += [f_sq[w][k].eq(q_eq), f_sl[w][k].eq(q_eq & (a[4 + qbits:] == b[4 + qbits:]))]
 
         # ---- E: result beats of the oldest entry, in order --------------------------------
         h_form = Signal(FORM_BITS)
