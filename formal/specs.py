@@ -283,4 +283,5 @@ SPECS = {
     "streams": (lambda: StreamRules(), "bmc", 6,
                 "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),
     "broken": (lambda: SchedulerContract(BrokenBroadcast), "prove", 1, "must FAIL"),
+    "broken_pairs": (lambda: SchedulerContract(BrokenBroadcast, rows=8, pairs=True), "prove", 1, "must FAIL"),
 }
