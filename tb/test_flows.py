@@ -28,6 +28,13 @@ def test_synthesis_smoke(tmp_path):
     import json
     rows = json.loads((tmp_path / "synth.json").read_text())
     assert rows[0]["lut4"] > 0 and rows[0]["fmax_mhz"] and rows[0]["fmax_mhz"] > 150
+    # the path ranking reads the same netlist: the wrapper's input registers feed its outputs
+    r = subprocess.run([sys.executable, "synth/paths.py", "build/synth/decompress_h200/top.json",
+                        "--show", "out"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    worst = [ln for ln in r.stdout.splitlines() if ln[:6].strip().replace(".", "").isdigit()]
+    assert worst and 1.0 < float(worst[0].split()[0]) < 1000.0 / 150, r.stdout
+    assert "worst path into" in r.stdout
 
 
 def test_verilog_emission(tmp_path):
