@@ -25,7 +25,7 @@ from .decompress import FORMAT_CODES, Decompressor
 from .mux import mux_tree
 from .params import GROUP_ROWS, ROW_BYTES, Params
 from .scheduler import BankScheduler
-from .shuffle import LoadShuffle, StoreShuffle
+from .shuffle import LoadShuffle, StoreShuffle, beat_rows
 
 __all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS"]
 
@@ -157,8 +157,8 @@ class LoadStoreUnit(wiring.Component):
         # ---- per-form constants of a form id ---------------------------------------------
         const_shapes = {"valid": 1, "load": 1, "wmma": 1, "used": R, "nregs": range(R + 1), "fmt": 2,
                         "pend": range(R + 1), "lastpass": 1, "lastwin": range(NW), "align": range(NB),
-                        "blocks": range(NB + 1)}
-        per_pass = ("used", "pend", "lastwin", "blocks")   # the keys that differ between passes
+                        "blocks": range(NB + 1), "need0": R}
+        per_pass = ("used", "pend", "lastwin", "blocks", "need0")   # the keys that differ between passes
 
         def const_regs(prefix, keys=tuple(const_shapes)):
             return {k: Signal(const_shapes[k], name=f"{prefix}_{k}") for k in keys}
@@ -176,10 +176,12 @@ class LoadStoreUnit(wiring.Component):
                                      c["lastpass"].eq(len(inf.passes) - 1)]
                         # buffer space: packed entries take whole halves of the ring
                         m.d.comb += c["align"].eq(max(inf.align, W // BLK) - 1)
+                        # need0: the slots the pass's first result beat reads
                         per = [(inf.used(q), inf.pass_end(q), (len(inf.passes[q]) - 1) // W,
-                                max(inf.blocks(q), W // BLK) if inf.load else 0)
+                                max(inf.blocks(q), W // BLK) if inf.load else 0,
+                                beat_rows(inf, inf.pass_end(q - 1) + 1 if q else 0) if inf.load else 0)
                                for q in range(len(inf.passes))]
-                        for k, v in (("used", 0), ("pend", 1), ("lastwin", 2), ("blocks", 3)):
+                        for k, v in (("used", 0), ("pend", 1), ("lastwin", 2), ("blocks", 3), ("need0", 4)):
                             if pass_sig is None or len(per) == 1:
                                 m.d.comb += c[k].eq(per[0][v])
                             else:
@@ -322,6 +324,10 @@ class LoadStoreUnit(wiring.Component):
         e_form = [Signal(FORM_BITS, name=f"e{b}_form") for b in range(NBUF)]
         e_err = [Signal(Error, name=f"e{b}_err") for b in range(NBUF)]
         ec = [const_regs(f"e{b}", ("valid", "load", "wmma", "nregs", "pend")) for b in range(NBUF)]
+        # the slots the entry's next result beat reads: set from the pass's constants when
+        # the entry is taken, then decoded one beat ahead, so that the result's valid is a
+        # comparison of registers (no form decode before the handshake)
+        e_need = [Signal(R, name=f"e{b}_need") for b in range(NBUF)]
         landed = [Signal(R, name=f"e{b}_landed") for b in range(NBUF)]
         cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
         wdone = Signal(NBUF)
@@ -604,7 +610,7 @@ class LoadStoreUnit(wiring.Component):
                     with m.Case(b):
                         m.d.sync += [e_form[b].eq(b_form), e_err[b].eq(b_err),
                                      e_start[b].eq(a_start), e_bmask[b].eq(Mux(b_err == Error.NONE, a_bmask, 0)),
-                                     landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0)]
+                                     landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0), e_need[b].eq(bc["need0"])]
                         m.d.sync += [ec[b][k].eq(bc[k]) for k in ec[b]]
             with m.If(b_err == Error.NONE):
                 with m.If(bc["load"]):
@@ -659,7 +665,21 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += h_busy.eq(Mux(h_valid & (h_err == Error.NONE), Cat(*[
             Cat(*[h_rest[k] & ((h_start + k)[:len(h_start)] == pb) for k in range(LOGB)]).any()
             for pb in range(NB)]), 0))
-        need, shuffled = shuf.need, shuf.out
+        shuffled = shuf.out
+        need = Signal(R)                # the head's current beat
+        need_next = Signal(R)           # ... and its next one, within the entry
+        with m.Switch(head):
+            for b in range(NBUF):
+                with m.Case(b):
+                    m.d.comb += need.eq(e_need[b])
+        with m.Switch(h_form):
+            for f, inf in enumerate(infos):
+                if inf.load:
+                    with m.Case(f):
+                        with m.Switch(beat):
+                            for r in range(inf.nregs - 1):
+                                with m.Case(r):
+                                    m.d.comb += need_next.eq(beat_rows(inf, r + 1))
         carry = Signal(CYCLE_BITS)      # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
         if p.schedule == "packed":
@@ -689,6 +709,11 @@ class LoadStoreUnit(wiring.Component):
         m.d.sync += busy.eq(h_busy)
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += beat.eq(beat + 1)
+            with m.If(~entry_end):
+                with m.Switch(head):
+                    for b in range(NBUF):
+                        with m.Case(b):
+                            m.d.sync += e_need[b].eq(need_next)
             with m.If(entry_end):
                 # the next head may read all of its blocks
                 m.d.sync += busy.eq(Mux(e_valid.bit_select(~head, 1), o_bmask, 0))
