@@ -157,7 +157,8 @@ class LoadStoreUnit(wiring.Component):
         # ---- per-form constants of a form id ---------------------------------------------
         const_shapes = {"valid": 1, "load": 1, "wmma": 1, "used": R, "nregs": range(R + 1), "fmt": 2,
                         "pend": range(R + 1), "lastpass": 1, "lastwin": range(NW), "align": range(NB),
-                        "blocks": range(NB + 1), "need0": R}
+                        "blocks": range(NB + 1), "need0": R,
+                        "lastbeat": range(R)}
         per_pass = ("used", "pend", "lastwin", "blocks", "need0")   # the keys that differ between passes
 
         def const_regs(prefix, keys=tuple(const_shapes)):
@@ -172,6 +173,8 @@ class LoadStoreUnit(wiring.Component):
                     with m.Case(f):
                         m.d.comb += [c["valid"].eq(1), c["load"].eq(inf.load), c["wmma"].eq(inf.wmma),
                                      c["nregs"].eq(inf.nregs),
+                                     # the result's last beat (a store: its completion beat)
+                                     c["lastbeat"].eq(inf.nregs - 1 if inf.load else 0),
                                      c["fmt"].eq(_FMT[inf.src_fmt]),
                                      c["lastpass"].eq(len(inf.passes) - 1)]
                         # buffer space: packed entries take whole halves of the ring
@@ -323,7 +326,7 @@ class LoadStoreUnit(wiring.Component):
         e_free_now = Signal()           # the head entry gives its last beat this cycle
         e_form = [Signal(FORM_BITS, name=f"e{b}_form") for b in range(NBUF)]
         e_err = [Signal(Error, name=f"e{b}_err") for b in range(NBUF)]
-        ec = [const_regs(f"e{b}", ("valid", "load", "wmma", "nregs", "pend")) for b in range(NBUF)]
+        ec = [const_regs(f"e{b}", ("load", "wmma", "nregs", "pend", "lastbeat")) for b in range(NBUF)]
         # the slots the entry's next result beat reads: set from the pass's constants when
         # the entry is taken, then decoded one beat ahead, so that the result's valid is a
         # comparison of registers (no form decode before the handshake)
@@ -693,13 +696,13 @@ class LoadStoreUnit(wiring.Component):
         res = self.result.payload
         with m.If(h_valid):
             with m.If(h_err != Error.NONE):
-                nbeats = Mux(hc["valid"] & hc["load"], hc["nregs"], 1)
-                m.d.comb += [self.result.valid.eq(1), res.error.eq(h_err), last.eq(beat == nbeats - 1),
+                # a refused load gives all its beats, anything else one
+                m.d.comb += [self.result.valid.eq(1), res.error.eq(h_err), last.eq(beat == hc["lastbeat"]),
                              entry_end.eq(last)]
             with m.Elif(hc["load"]):
                 # the bank-cycle count is final (and reported) on the last beat only
                 m.d.comb += [self.result.valid.eq((h_landed & need) == need), res.data.eq(shuffled),
-                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == hc["nregs"] - 1),
+                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == hc["lastbeat"]),
                              entry_end.eq(beat == hc["pend"])]
             with m.Else():
                 m.d.comb += [self.result.valid.eq(wdone.bit_select(head, 1)), res.cycles.eq(reported),
