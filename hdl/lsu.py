@@ -157,9 +157,9 @@ class LoadStoreUnit(wiring.Component):
         # ---- per-form constants of a form id ---------------------------------------------
         const_shapes = {"valid": 1, "load": 1, "wmma": 1, "used": R, "nregs": range(R + 1), "fmt": 2,
                         "pend": range(R + 1), "lastpass": 1, "lastwin": range(NW), "align": range(NB),
-                        "blocks": range(NB + 1), "need0": R,
+                        "blocks": range(NB + 1), "need0": R, "rest0": LOGB,
                         "lastbeat": range(R)}
-        per_pass = ("used", "pend", "lastwin", "blocks", "need0")   # the keys that differ between passes
+        per_pass = ("used", "pend", "lastwin", "blocks", "need0", "rest0")   # the keys that differ between passes
 
         def const_regs(prefix, keys=tuple(const_shapes)):
             return {k: Signal(const_shapes[k], name=f"{prefix}_{k}") for k in keys}
@@ -179,12 +179,16 @@ class LoadStoreUnit(wiring.Component):
                                      c["lastpass"].eq(len(inf.passes) - 1)]
                         # buffer space: packed entries take whole halves of the ring
                         m.d.comb += c["align"].eq(max(inf.align, W // BLK) - 1)
-                        # need0: the slots the pass's first result beat reads
+                        # need0 / rest0: the slots the pass's first result beat reads, and the
+                        # blocks its beats read from there on
+                        first = [inf.pass_end(q - 1) + 1 if q else 0 for q in range(len(inf.passes))]
                         per = [(inf.used(q), inf.pass_end(q), (len(inf.passes[q]) - 1) // W,
                                 max(inf.blocks(q), W // BLK) if inf.load else 0,
-                                beat_rows(inf, inf.pass_end(q - 1) + 1 if q else 0) if inf.load else 0)
+                                beat_rows(inf, first[q]) if inf.load else 0,
+                                inf.rest_blocks(first[q]) if inf.load else 0)
                                for q in range(len(inf.passes))]
-                        for k, v in (("used", 0), ("pend", 1), ("lastwin", 2), ("blocks", 3), ("need0", 4)):
+                        for k, v in (("used", 0), ("pend", 1), ("lastwin", 2), ("blocks", 3), ("need0", 4),
+                                     ("rest0", 5)):
                             if pass_sig is None or len(per) == 1:
                                 m.d.comb += c[k].eq(per[0][v])
                             else:
@@ -331,6 +335,8 @@ class LoadStoreUnit(wiring.Component):
         # the entry is taken, then decoded one beat ahead, so that the result's valid is a
         # comparison of registers (no form decode before the handshake)
         e_need = [Signal(R, name=f"e{b}_need") for b in range(NBUF)]
+        # ... and the ring blocks its beats read from the next one on, the same way
+        e_rest = [Signal(LOGB, name=f"e{b}_rest") for b in range(NBUF)]
         landed = [Signal(R, name=f"e{b}_landed") for b in range(NBUF)]
         cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
         wdone = Signal(NBUF)
@@ -613,7 +619,8 @@ class LoadStoreUnit(wiring.Component):
                     with m.Case(b):
                         m.d.sync += [e_form[b].eq(b_form), e_err[b].eq(b_err),
                                      e_start[b].eq(a_start), e_bmask[b].eq(Mux(b_err == Error.NONE, a_bmask, 0)),
-                                     landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0), e_need[b].eq(bc["need0"])]
+                                     landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0), e_need[b].eq(bc["need0"]),
+                                     e_rest[b].eq(bc["rest0"])]
                         m.d.sync += [ec[b][k].eq(bc[k]) for k in ec[b]]
             with m.If(b_err == Error.NONE):
                 with m.If(bc["load"]):
@@ -656,14 +663,11 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += [shuf.rows[i].eq(rowbuf[i]) for i in range(BLK * NB)]
         # blocks the head's beats from this one on read (the ring's release)
         h_rest = Signal(LOGB)
-        with m.Switch(h_form):
-            for f, inf in enumerate(infos):
-                if inf.load:
-                    with m.Case(f):
-                        with m.Switch(beat):
-                            for r in range(inf.nregs):
-                                with m.Case(r):
-                                    m.d.comb += h_rest.eq(inf.rest_blocks(r))
+        rest_next = Signal(LOGB)        # ... from its next beat on, within the entry
+        with m.Switch(head):
+            for b in range(NBUF):
+                with m.Case(b):
+                    m.d.comb += h_rest.eq(e_rest[b])
         h_busy = Signal(NB)
         m.d.comb += h_busy.eq(Mux(h_valid & (h_err == Error.NONE), Cat(*[
             Cat(*[h_rest[k] & ((h_start + k)[:len(h_start)] == pb) for k in range(LOGB)]).any()
@@ -682,7 +686,8 @@ class LoadStoreUnit(wiring.Component):
                         with m.Switch(beat):
                             for r in range(inf.nregs - 1):
                                 with m.Case(r):
-                                    m.d.comb += need_next.eq(beat_rows(inf, r + 1))
+                                    m.d.comb += [need_next.eq(beat_rows(inf, r + 1)),
+                                                 rest_next.eq(inf.rest_blocks(r + 1))]
         carry = Signal(CYCLE_BITS)      # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
         if p.schedule == "packed":
@@ -716,7 +721,7 @@ class LoadStoreUnit(wiring.Component):
                 with m.Switch(head):
                     for b in range(NBUF):
                         with m.Case(b):
-                            m.d.sync += e_need[b].eq(need_next)
+                            m.d.sync += [e_need[b].eq(need_next), e_rest[b].eq(rest_next)]
             with m.If(entry_end):
                 # the next head may read all of its blocks
                 m.d.sync += busy.eq(Mux(e_valid.bit_select(~head, 1), o_bmask, 0))
