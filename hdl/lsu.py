@@ -360,7 +360,6 @@ class LoadStoreUnit(wiring.Component):
         f_addr = [Signal(aw, name=f"f_addr{i}", reset_less=True) for i in range(R)]
         f_pending = Signal(R)
         f_recv = Signal(range(R + 1))       # stmatrix beats received
-        f_rmask = Signal(R)                 # stmatrix rows received
         # the constants F needs, registered when it takes the instruction (no form decode
         # on the scheduler's path)
         fc = {k: Signal(shape, name=f"f_{k}") for k, shape in (("load", 1), ("nregs", range(R + 1)), ("fmt", 2))}
@@ -384,13 +383,6 @@ class LoadStoreUnit(wiring.Component):
         f_sl = [Signal(npairs, name=f"f_same_line{w}") for w in range(NW)] if pairs else []
         f_all_recv = Signal()           # every stmatrix beat is in (direct: it is by the last window)
         m.d.comb += f_all_recv.eq(fc["load"] | (f_recv == fc["nregs"]) | direct)
-        # stmatrix rows may be written once their beat arrived; a packer that mixes matrices
-        # waits for all of them, so that its cycles stay the busiest quad's row count.
-        store_ok = Signal(R)
-        if direct:
-            m.d.comb += store_ok.eq(Mux(self.store.valid, (1 << R) - 1, 0))
-        else:
-            m.d.comb += store_ok.eq(Mux(f_all_recv, f_rmask, 0))
         # a load's window waits while the oldest entry, another one, still reads its blocks
         win_first = Signal(range(NB))   # the window's first ring block
         m.d.comb += win_first.eq(f_start + f_win * (W // BLK))
@@ -399,20 +391,35 @@ class LoadStoreUnit(wiring.Component):
         win_blocks = Signal(NB)
         f_blocked = Signal()
         m.d.comb += f_blocked.eq((head != f_buf) & (win_blocks & busy).any())
-        eligible = Signal(W)
-        m.d.comb += eligible.eq(Mux(f_valid, (f_pending & Mux(fc["load"], Mux(f_blocked, 0, (1 << R) - 1), store_ok))[:W], 0))
+        # The window is served or waits as a whole: a load while the blocks are read, an h200
+        # stmatrix until its beat is there, a packed one until all its beats are (a packer
+        # that mixes matrices waits for all of them, so that its cycles stay the busiest
+        # quad's row count). The scheduler sees the pending rows regardless, so that the
+        # lines it picks (the bank addresses) do not wait for this decision; the accesses and
+        # what counts as served do.
+        win_ok = Signal()
+        m.d.comb += win_ok.eq(f_valid & Mux(fc["load"], ~f_blocked, self.store.valid if direct else f_all_recv))
+        served = Signal(W)
 
         sched = m.submodules.sched = BankScheduler(rows=W, quads=Q, line_bits=LB, pairs=pairs)
-        m.d.comb += sched.eligible.eq(eligible)
+        m.d.comb += [sched.eligible.eq(f_pending[:W]), served.eq(Mux(win_ok, sched.served, 0))]
         for j in range(W):
             m.d.comb += [sched.quad[j].eq(w_quad[j]), sched.line[j].eq(w_line[j])]
         if pairs:
             m.d.comb += [sched.same_quad.eq(f_sq[0]), sched.same_line.eq(f_sl[0])]
-        any_grant = Signal()            # the banks work this cycle (some row is eligible: the
-        m.d.comb += any_grant.eq(eligible.any())   # scheduler then serves one, formal/specs.py)
+        any_grant = Signal()            # the banks work this cycle (some row is pending: the
+        m.d.comb += any_grant.eq(win_ok & f_pending[:W].any())   # scheduler serves one, formal/specs.py)
 
         win_done = Signal()             # the window's last pending rows are served now
-        m.d.comb += win_done.eq((f_pending[:W] & ~sched.served) == 0)
+        if pairs:
+            # with the comparisons at hand the window's end needs no scheduler: every pending
+            # row is served this cycle when the window may be served and no two pending rows
+            # want different lines of one quad (the contract of formal/specs.py)
+            clash = Cat(*[f_pending[i] & f_pending[j] & f_sq[0][BankScheduler.pair(i, j)]
+                          & ~f_sl[0][BankScheduler.pair(i, j)] for i in range(W) for j in range(i)]).any()
+            m.d.comb += win_done.eq((f_pending[:W] == 0) | (win_ok & ~clash))
+        else:
+            m.d.comb += win_done.eq((f_pending[:W] & ~served) == 0)
         m.d.comb += f_next.eq(f_valid & win_done & (f_win != f_lastwin))
         with m.If(f_next):
             m.d.sync += [f_win.eq(f_win + 1), win_blocks.eq(win_blocks.rotate_left(W // BLK))]
@@ -437,9 +444,9 @@ class LoadStoreUnit(wiring.Component):
             g = sched.grant[q]
             m.d.comb += [rd[q].addr.eq(g.line), wr[q].addr.eq(g.line)]
             with m.If(fc["load"]):
-                m.d.comb += rd[q].en.eq(g.valid)
+                m.d.comb += rd[q].en.eq(g.valid & win_ok)
             with m.Else():
-                m.d.comb += wr[q].en.eq(g.valid)
+                m.d.comb += wr[q].en.eq(g.valid & win_ok)
             m.d.comb += wr[q].data.eq(mux_tree(g.row, s_win))
 
         with m.If(f_valid):
@@ -448,7 +455,7 @@ class LoadStoreUnit(wiring.Component):
                     for b in range(NBUF):
                         with m.Case(b):
                             m.d.sync += cyc[b].eq(cyc[b] + 1)
-            m.d.sync += f_pending.eq(Mux(f_next, f_pending >> W, f_pending & ~Cat(sched.served, C(0, R - W))))
+            m.d.sync += f_pending.eq(Mux(f_next, f_pending >> W, f_pending & ~Cat(served, C(0, R - W))))
 
         # ---- rows land one cycle after they were read (through the decompressor) ---------
         land = Signal(W)                # window slots landing
@@ -457,7 +464,7 @@ class LoadStoreUnit(wiring.Component):
         land_first = Signal(range(NB))  # ring block of the landing window's first slot
         land_fmt = Signal(2)
         land_quad = [Signal(qbits, name=f"land_quad{j}") for j in range(W)]
-        m.d.sync += [land.eq(Mux(f_valid & fc["load"], sched.served, 0)), land_win.eq(f_win),
+        m.d.sync += [land.eq(Mux(fc["load"], served, 0)), land_win.eq(f_win),
                      land_buf.eq(f_buf), land_first.eq(win_first), land_fmt.eq(fc["fmt"])]
         m.d.sync += [land_quad[j].eq(w_quad[j]) for j in range(W)]
         # a wmma line narrower than a row (8 bytes) may start in the upper half of its row:
@@ -498,7 +505,6 @@ class LoadStoreUnit(wiring.Component):
         # ---- stmatrix data beats ------------------------------------------------------------
         pre = Signal()
         store_hs = Signal()
-        recv_rows = Signal(R)
         m.d.comb += store_hs.eq(self.store.valid & self.store.ready)
         if direct:
             # a beat is taken in the cycle its window's last rows are written
@@ -511,7 +517,7 @@ class LoadStoreUnit(wiring.Component):
                                & bc["valid"] & ~bc["load"])
             m.d.comb += self.store.ready.eq((f_valid & ~fc["load"] & (f_recv != fc["nregs"])) | pre)
             m.d.comb += [sshuf.form.eq(Mux(pre, b_form, f_form)), sshuf.beat.eq(Mux(pre, 0, f_recv)),
-                         sshuf.data.eq(self.store.payload), recv_rows.eq(sshuf.need)]
+                         sshuf.data.eq(self.store.payload)]
             with m.If(store_hs):
                 with m.Switch(sshuf.group):
                     for g in range(R // GROUP_ROWS):
@@ -519,7 +525,7 @@ class LoadStoreUnit(wiring.Component):
                             m.d.sync += [sbuf[GROUP_ROWS * g + j].eq(sshuf.rows[j])
                                          for j in range(GROUP_ROWS)]
             with m.If(store_hs & ~pre):
-                m.d.sync += [f_recv.eq(f_recv + 1), f_rmask.eq(f_rmask | recv_rows)]
+                m.d.sync += f_recv.eq(f_recv + 1)
         with m.If(f_finish & ~fc["load"]):
             m.d.sync += wdone.bit_select(f_buf, 1).eq(1)
 
@@ -627,8 +633,7 @@ class LoadStoreUnit(wiring.Component):
                     m.d.sync += alloc.eq(a_start + bc["blocks"])
                 m.d.sync += [fc[k].eq(bc[k]) for k in fc]
                 m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(b_form), f_win.eq(0), f_start.eq(a_start),
-                             f_lastwin.eq(bc["lastwin"]), f_pending.eq(bc["used"]), f_recv.eq(store_hs & pre),
-                             f_rmask.eq(Mux(store_hs & pre, recv_rows, 0))]
+                             f_lastwin.eq(bc["lastwin"]), f_pending.eq(bc["used"]), f_recv.eq(store_hs & pre)]
                 m.d.sync += [f_addr[i].eq(b_addr[i]) for i in range(R)]
                 m.d.sync += win_blocks.eq(Cat(*[Cat(*[(a_start + k)[:len(a_start)] == pb for k in range(W // BLK)]).any()
                                                 for pb in range(NB)]))
