@@ -151,9 +151,9 @@ class LoadStoreUnit(wiring.Component):
             m.submodules[f"quad{q}"] = mem
             rd.append(mem.read_port())
             wr.append(mem.write_port())
-        # Each quad's read and write ports share one address (reads and writes never meet in a
-        # cycle), so synthesis maps them to one block-RAM port, whose own read-before-write
-        # needs no collision logic around it.
+        # Each quad's read and write ports share one address: a quad is never read and written
+        # in one cycle (loads read, stores write, fill and dump run alone), which synth/run.py
+        # relies on to leave the block RAMs' read-during-write result open.
         q_addr = [Signal(LB, name=f"quad{q}_addr") for q in range(Q)]
         for q in range(Q):
             m.d.comb += [rd[q].en.eq(0), rd[q].addr.eq(q_addr[q]), wr[q].addr.eq(q_addr[q])]

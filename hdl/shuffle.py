@@ -169,8 +169,7 @@ def _store_plan():
 
 class StoreShuffle(wiring.Component):
     """Combinational: source beat ``beat`` of stmatrix form ``form`` (32 lanes × 32 bits) as
-    the 8 rows of the group it stores (``group``; ``need``: those rows as a slot mask), byte
-    for byte as the form's table says. For forms that are not stores ``need`` is zero.
+    the 8 rows of the group it stores (``group``), byte for byte as the form's table says.
 
     Members
     -------
@@ -179,7 +178,6 @@ class StoreShuffle(wiring.Component):
     data : In(ArrayLayout(32, lanes))
     rows : Out(ArrayLayout(128, 8))
     group : Out(range(lanes // 8))
-    need : Out(lanes)
     """
 
     def __init__(self, *, lanes: int = 32, form_bits: int = 7):
@@ -188,7 +186,7 @@ class StoreShuffle(wiring.Component):
             "form": In(form_bits), "beat": In(range(lanes + 1)),
             "data": In(data.ArrayLayout(unsigned(32), lanes)),
             "rows": Out(data.ArrayLayout(unsigned(_ROW_BITS), GROUP_ROWS)),
-            "group": Out(range(lanes // GROUP_ROWS)), "need": Out(lanes)})
+            "group": Out(range(lanes // GROUP_ROWS))})
 
     def elaborate(self, platform):
         m = Module()
@@ -201,8 +199,7 @@ class StoreShuffle(wiring.Component):
                     with m.Switch(self.beat):
                         for r in range(forms.info(f).nregs):
                             with m.Case(r):
-                                m.d.comb += [self.group.eq(r),
-                                             self.need.eq(((1 << GROUP_ROWS) - 1) << (GROUP_ROWS * r))]
+                                m.d.comb += self.group.eq(r)
         flat = Cat(*[self.data[t] for t in range(self.lanes)])
         lane_byte = [flat[8 * i:8 * i + 8] for i in range(4 * self.lanes)]
         where = [{(row, byte): i for i, (row, byte) in enumerate(p)} for p in patterns]

@@ -33,8 +33,10 @@ def blocks(policy: str):
     from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
     p = Params(schedule=policy)
     return {
-        # the scheduler is as wide as the policy's window: 8 rows (h200) or 32 (packed)
-        "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=7),
+        # the scheduler is as wide as the policy's window: 8 rows (h200, with the row
+        # comparisons as inputs, as the unit uses it) or 32 (packed)
+        "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=7,
+                                           pairs=p.window < p.lanes),
         "decompress": lambda: Decompressor(),
         # the load shuffle reads the policy's row-buffer ring (4 blocks: h200, 8: packed)
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
