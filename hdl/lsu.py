@@ -60,8 +60,9 @@ class Error(enum.Enum, shape=unsigned(3)):
 class LoadStoreUnit(wiring.Component):
     """Warp-level matrix load/store unit for ldmatrix, stmatrix and wmma.load.
 
-    Pipelined: an accepted instruction waits in one register, the banks serve one
-    instruction's rows while the result stage emits the previous one's beats; each load
+    Pipelined: an accepted instruction is checked in A and waits, checked and with its row
+    addresses, in a queue of two passes (B); the banks serve one pass's rows while the
+    result stage emits the previous one's beats; each load
     takes the next blocks of the row-buffer ring, and a block is filled again once the beats
     that read it have left. A load's beat leaves as soon as the rows it needs have landed.
 
@@ -262,7 +263,7 @@ class LoadStoreUnit(wiring.Component):
         a_done = Signal()               # ... and it is the instruction's last
         a_chk_done = Signal()           # the stmatrix overlap check is complete
         # the constants of the pass in A, registered when the instruction is accepted (no form
-        # decode between A and the stages after it); the second pass's wait in ac1
+        # decode between A and the stages after it); the second pass's constants wait in ac1
         ac = const_regs("a")
         ac1 = const_regs("a1", per_pass)
         # (an overlap refuses a store, of one pass: a_err_in decides when A is done)
