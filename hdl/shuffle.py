@@ -13,11 +13,12 @@ from amaranth.lib.wiring import In, Out
 from . import forms
 from .mux import mux_tree
 from .forms import BLOCK
-from .params import GROUP_ROWS
+from .params import GROUP_ROWS, ROW_BYTES
 
 __all__ = ["LoadShuffle", "StoreShuffle", "beat_rows"]
 
 _ROW_BITS = 128
+_ROW_WORDS = _ROW_BITS // 32
 _WINDOW = forms.SLOTS  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
 
 
@@ -37,18 +38,21 @@ def _merged_base(b: int, used: set[int], nb: int) -> int:
 
 
 def _plan():
-    """Split every (load form, beat) into a block of the row buffer and a pattern from there.
+    """Split every (load form, beat) into a block of the row buffer, a word rotation and a
+    pattern from there.
 
     Every beat reads one run of slots (the rows of one matrix, or the chunks
     :func:`tensorlsu.hdl.forms._passes` placed together) within an aligned span of blocks
     (:meth:`~tensorlsu.hdl.forms.FormInfo.beat_span`), so its layout is "window of slots from
     block ``first``" followed by a fixed byte permutation of that window. Only a handful of
-    distinct permutations exist across all forms, which keeps the network small: a window
-    multiplexer, then a per-byte multiplexer over the distinct patterns. Returns the patterns
-    (each a list of (window row, byte)), the block span of each, and (first block, pattern)
-    per (form, beat).
+    distinct permutations exist across all forms, and several of them are another one read
+    4, 8 or 12 bytes further along each row (the second beat of an m16n16 .trans, the high
+    word of a .f64): those read the window rotated by that many bytes instead, which halves
+    the options of the per-byte multiplexer. Returns the patterns (each a list of (window
+    row, byte)), the block span and the rotations (in words) of each, and (first block,
+    pattern, rotation) per (form, beat).
     """
-    patterns, spans, cases = [], [], {}
+    keys, spans, beats = [], [], {}
     for f in range(len(forms.FORMS)):
         inf = forms.info(f)
         if not inf.load:
@@ -59,13 +63,30 @@ def _plan():
             key = tuple((int(row) - base, int(byte)) for row, byte in
                         zip(inf.table[:, r, :, 0].flat, inf.table[:, r, :, 1].flat))
             assert max(x for x, _ in key) < span * BLOCK, "a beat reads beyond its span"
-            if key not in patterns:
-                patterns.append(key)
+            if key not in keys:
+                keys.append(key)
                 spans.append(span)
-            k = patterns.index(key)
-            spans[k] = max(spans[k], span)
-            cases[(f, r)] = (first, k)
-    return patterns, spans, cases
+            spans[keys.index(key)] = max(spans[keys.index(key)], span)
+            beats[(f, r)] = (first, key)
+    # in order of appearance, a pattern that is an earlier unrotated one read `rot` words
+    # along becomes that one with a rotation
+    patterns, pspans, rots, as_base = [], [], [], {}
+    for key, span in zip(keys, spans):
+        for rot in range(1, _ROW_WORDS):
+            shifted = tuple((row, (byte - 4 * rot) % ROW_BYTES) for row, byte in key)
+            if shifted in patterns:
+                k = patterns.index(shifted)
+                as_base[key] = (k, rot)
+                rots[k].add(rot)
+                pspans[k] = max(pspans[k], span)
+                break
+        else:
+            as_base[key] = (len(patterns), 0)
+            patterns.append(key)
+            pspans.append(span)
+            rots.append({0})
+    cases = {fr: (first, *as_base[key]) for fr, (first, key) in beats.items()}
+    return patterns, pspans, rots, cases
 
 
 class LoadShuffle(wiring.Component):
@@ -77,9 +98,9 @@ class LoadShuffle(wiring.Component):
     the end of the ring). ``need`` is the mask of the instruction's slots the beat reads.
     For forms that are not loads ``out`` is unspecified.
 
-    Built in two stages from the tables (:func:`_plan`), each a binary multiplexer tree: a
-    window of slots at the beat's first block in the ring, then one of the few distinct byte
-    patterns.
+    Built from the tables (:func:`_plan`) as binary multiplexer trees: a window of slots at
+    the beat's first block in the ring, for some patterns that window rotated by whole words,
+    then one of the few distinct byte patterns.
 
     Members
     -------
@@ -106,10 +127,11 @@ class LoadShuffle(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        patterns, spans, cases = _plan()
+        patterns, spans, rots, cases = _plan()
         nb, ring = self.blocks, BLOCK * self.blocks
         first = Signal(range(nb))
         pat = Signal(range(len(patterns)))
+        rot = Signal(range(_ROW_WORDS))
         with m.Switch(self.form):
             for f in range(len(forms.FORMS)):
                 inf = forms.info(f)
@@ -119,8 +141,8 @@ class LoadShuffle(wiring.Component):
                     with m.Switch(self.beat):
                         for r in range(inf.nregs):
                             with m.Case(r):
-                                b, k = cases[(f, r)]
-                                m.d.comb += [first.eq(b), pat.eq(k), self.need.eq(beat_rows(inf, r))]
+                                b, k, t = cases[(f, r)]
+                                m.d.comb += [first.eq(b), pat.eq(k), rot.eq(t), self.need.eq(beat_rows(inf, r))]
         base = Signal(range(nb))        # the beat's first block in the ring
         m.d.comb += base.eq(self.start + first)
         # Window row w is ring slot 8 · base + w. A pattern of span s starts at a multiple of
@@ -142,7 +164,24 @@ class LoadShuffle(wiring.Component):
                 byte_of[(row, byte)] = window[row][8 * byte:8 * byte + 8]
             return byte_of[(row, byte)]
 
-        parts = [mux_tree(pat, [src(*pattern[i]) for pattern in patterns]) for i in range(4 * self.lanes)]
+        # A rotated window byte: byte `byte` of the row read `rot` words along, for the
+        # rotations the patterns that read it use (the others repeat rotation 0, so merge).
+        rot_used = {}
+        for k, pattern in enumerate(patterns):
+            if rots[k] != {0}:
+                for row, byte in pattern:
+                    rot_used.setdefault((row, byte), set()).update(rots[k])
+        rotated = {}
+
+        def rsrc(row, byte):
+            if (row, byte) not in rotated:
+                ks = rot_used[(row, byte)]
+                rotated[(row, byte)] = mux_tree(rot, [src(row, (byte + 4 * t) % ROW_BYTES if t in ks else byte)
+                                                      for t in range(_ROW_WORDS)])
+            return rotated[(row, byte)]
+
+        parts = [mux_tree(pat, [(src if rots[k] == {0} else rsrc)(*pattern[i]) for k, pattern in enumerate(patterns)])
+                 for i in range(4 * self.lanes)]
         m.d.comb += self.out.eq(Cat(*parts))
         return m
 
