@@ -7,9 +7,11 @@ that address is served by the same access (broadcast). Rows are requested throug
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
+from .mux import mux_tree
 
 __all__ = ["BankScheduler"]
 
@@ -81,19 +83,7 @@ class BankScheduler(wiring.Component):
         if self.pairs:
             return self._elaborate_pairs(m, in_quad)
         for q in range(Q):
-            g = self.grant[q]
-            req = Signal(R, name=f"req{q}")
-            m.d.comb += req.eq(Cat(*[self.eligible[i] & in_quad[i][q] for i in range(R)]))
-            # the lowest requesting row wins: isolate the lowest set bit (a carry chain) and
-            # select with AND-OR trees rather than priority multiplexers
-            first = Signal(R, name=f"first{q}")
-            m.d.comb += first.eq(req & (~req + 1))
-            line = 0
-            row = 0
-            for i in range(R):
-                line = line | Mux(first[i], self.line[i], 0)
-                row = row | Mux(first[i], i, 0)
-            m.d.comb += [g.valid.eq(req.any()), g.line.eq(line), g.row.eq(row)]
+            self._grant(m, q, Cat(*[self.eligible[i] & in_quad[i][q] for i in range(R)]))
         for i in range(R):
             # every eligible row whose quad reads its line is served by that access (broadcast)
             hit = 0
@@ -101,6 +91,18 @@ class BankScheduler(wiring.Component):
                 hit = hit | (in_quad[i][q] & self.grant[q].valid & (self.grant[q].line == self.line[i]))
             m.d.comb += self.served[i].eq(self.eligible[i] & hit)
         return m
+
+    def _grant(self, m, q, req):
+        """Quad ``q`` serves the lowest of the rows ``req``: a priority encoder, then the line
+        through a multiplexer tree (the slices' wide multiplexers), which is shallower than
+        isolating the lowest bit and AND-OR-ing the lines (one fan-out per row and quad)."""
+        g = self.grant[q]
+        row = Signal.like(g.row, name=f"row{q}")
+        for i in reversed(range(self.rows)):
+            with m.If(req[i]):
+                m.d.comb += row.eq(i)
+        m.d.comb += [g.valid.eq(req.any()), g.row.eq(row),
+                     g.line.eq(mux_tree(row, [self.line[i] for i in range(self.rows)]))]
 
     def _elaborate_pairs(self, m, in_quad):
         R, Q = self.rows, self.quads
@@ -111,14 +113,7 @@ class BankScheduler(wiring.Component):
             lower = [el[j] & sq[self.pair(i, j)] for j in range(i)]
             m.d.comb += first[i].eq(el[i] & ~Cat(*lower).any() if lower else el[i])
         for q in range(Q):
-            g = self.grant[q]
-            pick = [first[i] & in_quad[i][q] for i in range(R)]
-            line = 0
-            row = 0
-            for i in range(R):
-                line = line | Mux(pick[i], self.line[i], 0)
-                row = row | Mux(pick[i], i, 0)
-            m.d.comb += [g.valid.eq(Cat(*pick).any()), g.line.eq(line), g.row.eq(row)]
+            self._grant(m, q, Cat(*[el[i] & in_quad[i][q] for i in range(R)]))
         for i in range(R):
             # served with its quad's choice: that row, or a lower one with the same address
             same = [first[j] & sl[self.pair(i, j)] for j in range(i)]
