@@ -248,8 +248,8 @@ class StreamRules(Elaboratable):
         # No result beat without an instruction in flight.
         with m.If(accepted == completed):
             m.d.comb += Assert(~d.result.valid)
-        # At most one instruction in A, two in B's queue and two in the result entries.
-        m.d.comb += Assert((accepted - completed) <= 5)
+        # At most one instruction in A, two in B's queue and three in the result entries.
+        m.d.comb += Assert((accepted - completed) <= 6)
         # Covers: a refused instruction, and a stall of the result stream.
         m.d.comb += Cover(d.result.valid & (d.result.payload.error != Error.NONE))
         m.d.comb += Cover(prev["result"][0] & ~prev["result"][1] & d.result.valid & d.result.ready)

@@ -14,6 +14,9 @@ passes (:mod:`tensorlsu.hdl.forms`).
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
+
 from amaranth import C, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -136,7 +139,10 @@ class LoadStoreUnit(wiring.Component):
         rowbits = qbits + LB            # row index within shared memory
         infos = [forms.info(f) for f in range(len(forms.FORMS))]
         wmmas = [(f, inf) for f, inf in enumerate(infos) if inf.wmma]
-        NBUF = 2                        # instruction entries: one fetching, one emitting
+        # instruction entries: one emitting, one filled and waiting, one filling; an entry is
+        # taken only the cycle after its previous instruction gave its last beat, so the take
+        # (and all of F) depends on no result handshake of this cycle
+        NBUF = 3
         BLK = forms.BLOCK               # slots per block of the row buffer
         NB = p.row_blocks               # blocks in the row buffer ring
         LOGB = R // BLK                 # blocks of one instruction
@@ -329,10 +335,9 @@ class LoadStoreUnit(wiring.Component):
                     m.d.comb += [bc[c].eq(bq_c[k][c]) for c in bc]
         b_take = Signal()               # the oldest pass moves on to an entry (and to F)
 
-        # ---- instruction entries, in order: one filling, one emitting ---------------------
+        # ---- instruction entries, in order: one emitting, one waiting, one filling ---------
         e_valid = Signal(NBUF)
         e_set, e_clr = Signal(NBUF), Signal(NBUF)
-        e_free_now = Signal()           # the head entry gives its last beat this cycle
         e_form = [Signal(FORM_BITS, name=f"e{b}_form") for b in range(NBUF)]
         e_err = [Signal(Error, name=f"e{b}_err") for b in range(NBUF)]
         ec = [const_regs(f"e{b}", ("load", "wmma", "nregs", "pend", "lastbeat")) for b in range(NBUF)]
@@ -346,6 +351,10 @@ class LoadStoreUnit(wiring.Component):
         cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
         wdone = Signal(NBUF)
         head, tail = Signal(range(NBUF)), Signal(range(NBUF))
+
+        def after(b):
+            """The entry after ``b``, in order."""
+            return Mux(b == NBUF - 1, 0, b + 1)
         e_start = [Signal(range(NB), name=f"e{b}_start") for b in range(NBUF)]  # first ring block
         e_bmask = [Signal(NB, name=f"e{b}_blocks") for b in range(NBUF)]  # ring blocks it fills
         # the load row buffer: a ring of NB blocks; an instruction's slot s is ring slot
@@ -380,12 +389,24 @@ class LoadStoreUnit(wiring.Component):
         f_lastwin = Signal(range(NW))
         f_next = Signal()               # the window is done and another follows
         w_quad, w_line = quad_of[:W], line_of[:W]
-        # Under h200 the row comparisons of every window are made when F takes the pass
-        # (from B's registers) and shift with the rows: the scheduler only combines them.
+        # Under h200 the row comparisons of the window are registers: the first window's are
+        # made when F takes the pass (from B's registers), each next one's from F's next rows
+        # while the window before it is served. The scheduler only combines them.
         pairs = NW > 1
         npairs = W * (W - 1) // 2
-        f_sq = [Signal(npairs, name=f"f_same_quad{w}") for w in range(NW)] if pairs else []
-        f_sl = [Signal(npairs, name=f"f_same_line{w}") for w in range(NW)] if pairs else []
+
+        def compare(rows, sq, sl):
+            """``sq`` / ``sl`` ← which pairs of ``rows`` share a quad / an address."""
+            out = []
+            for i in range(W):
+                for j in range(i):
+                    a, b = rows[i], rows[j]
+                    k = BankScheduler.pair(i, j)
+                    q_eq = a[4:4 + qbits] == b[4:4 + qbits]
+                    out += [sq[k].eq(q_eq), sl[k].eq(q_eq & (a[4 + qbits:] == b[4 + qbits:]))]
+            return out
+        f_sq = Signal(npairs, name="f_same_quad")
+        f_sl = Signal(npairs, name="f_same_line")
         f_all_recv = Signal()           # every stmatrix beat is in (direct: it is by the last window)
         m.d.comb += f_all_recv.eq(fc["load"] | (f_recv == fc["nregs"]) | direct)
         # a load's window waits while the oldest entry, another one, still reads its blocks
@@ -394,8 +415,12 @@ class LoadStoreUnit(wiring.Component):
         # the window's ring blocks, a register: set when F takes a pass, turned by a window's
         # blocks as the next window comes (no adder or decoder before the scheduler)
         win_blocks = Signal(NB)
+        # ... and every block of a filled entry that waits behind the head (from registers)
+        waiting = Signal(NB)
+        m.d.comb += waiting.eq(reduce(operator.or_, [Mux(e_valid[b] & (head != b) & (f_buf != b), e_bmask[b], 0)
+                                                     for b in range(NBUF)]))
         f_blocked = Signal()
-        m.d.comb += f_blocked.eq((head != f_buf) & (win_blocks & busy).any())
+        m.d.comb += f_blocked.eq((head != f_buf) & (win_blocks & (busy | waiting)).any())
         # The window is served or waits as a whole: a load while the blocks are read, an h200
         # stmatrix until its beat is there, a packed one until all its beats are (a packer
         # that mixes matrices waits for all of them, so that its cycles stay the busiest
@@ -411,7 +436,7 @@ class LoadStoreUnit(wiring.Component):
         for j in range(W):
             m.d.comb += [sched.quad[j].eq(w_quad[j]), sched.line[j].eq(w_line[j])]
         if pairs:
-            m.d.comb += [sched.same_quad.eq(f_sq[0]), sched.same_line.eq(f_sl[0])]
+            m.d.comb += [sched.same_quad.eq(f_sq), sched.same_line.eq(f_sl)]
         any_grant = Signal()            # the banks work this cycle (some row is pending: the
         m.d.comb += any_grant.eq(win_ok & f_pending[:W].any())   # scheduler serves one, formal/specs.py)
 
@@ -420,8 +445,8 @@ class LoadStoreUnit(wiring.Component):
             # with the comparisons at hand the window's end needs no scheduler: every pending
             # row is served this cycle when the window may be served and no two pending rows
             # want different lines of one quad (the contract of formal/specs.py)
-            clash = Cat(*[f_pending[i] & f_pending[j] & f_sq[0][BankScheduler.pair(i, j)]
-                          & ~f_sl[0][BankScheduler.pair(i, j)] for i in range(W) for j in range(i)]).any()
+            clash = Cat(*[f_pending[i] & f_pending[j] & f_sq[BankScheduler.pair(i, j)]
+                          & ~f_sl[BankScheduler.pair(i, j)] for i in range(W) for j in range(i)]).any()
             m.d.comb += win_done.eq((f_pending[:W] == 0) | (win_ok & ~clash))
         else:
             m.d.comb += win_done.eq((f_pending[:W] & ~served) == 0)
@@ -429,8 +454,8 @@ class LoadStoreUnit(wiring.Component):
         with m.If(f_next):
             m.d.sync += [f_win.eq(f_win + 1), win_blocks.eq(win_blocks.rotate_left(W // BLK))]
             m.d.sync += [f_addr[i].eq(f_addr[i + W]) for i in range(R - W)]
-            m.d.sync += [f_sq[w].eq(f_sq[w + 1]) for w in range(len(f_sq) - 1)]
-            m.d.sync += [f_sl[w].eq(f_sl[w + 1]) for w in range(len(f_sl) - 1)]
+            if pairs:
+                m.d.sync += compare(f_addr[W:2 * W], f_sq, f_sl)
         f_finish = Signal()
         m.d.comb += f_finish.eq(f_valid & f_all_recv & (f_win == f_lastwin) & win_done)
         f_free = Signal()
@@ -586,9 +611,7 @@ class LoadStoreUnit(wiring.Component):
             m.d.sync += [a_rot[i].eq(a_rot[(i + OD) % R]) for i in range(R)]
             m.d.sync += [a_rot_used.eq(a_rot_used.rotate_right(OD)), a_chk.eq(1), a_found.eq(a_hit)]
         slot_free = Signal()
-        # an entry may be taken in the cycle its previous instruction gives its last beat: the
-        # new rows land two cycles later at the earliest
-        m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1) | (e_free_now & (head == tail)))
+        m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1))
         m.d.comb += b_take.eq(b_valid & slot_free & ((b_err != Error.NONE) | f_free))
         m.d.comb += a_move.eq(a_valid & a_chk_done & ~bq_valid.all())
         m.d.comb += self.instr.ready.eq((~a_valid | a_done) & ~d_valid
@@ -624,7 +647,7 @@ class LoadStoreUnit(wiring.Component):
             m.d.sync += f_valid.eq(0)
         with m.If(b_take):
             m.d.comb += e_set.bit_select(tail, 1).eq(1)
-            m.d.sync += tail.eq(tail + 1)
+            m.d.sync += tail.eq(after(tail))
             with m.Switch(tail):
                 for b in range(NBUF):
                     with m.Case(b):
@@ -642,13 +665,8 @@ class LoadStoreUnit(wiring.Component):
                 m.d.sync += [f_addr[i].eq(b_addr[i]) for i in range(R)]
                 m.d.sync += win_blocks.eq(Cat(*[Cat(*[(a_start + k)[:len(a_start)] == pb for k in range(W // BLK)]).any()
                                                 for pb in range(NB)]))
-                for w in range(len(f_sq)):
-                    for i in range(W):
-                        for j in range(i):
-                            a, b = b_addr[w * W + i], b_addr[w * W + j]
-                            k = BankScheduler.pair(i, j)
-                            q_eq = a[4:4 + qbits] == b[4:4 + qbits]
-                            m.d.sync += [f_sq[w][k].eq(q_eq), f_sl[w][k].eq(q_eq & (a[4 + qbits:] == b[4 + qbits:]))]
+                if pairs:
+                    m.d.sync += compare(b_addr[:W], f_sq, f_sl)
 
         # ---- E: result beats of the oldest entry, in order --------------------------------
         h_form = Signal(FORM_BITS)
@@ -656,14 +674,14 @@ class LoadStoreUnit(wiring.Component):
         h_landed = Signal(R)
         h_cyc = Signal(CYCLE_BITS)
         h_start = Signal(range(NB))
-        o_bmask = Signal(NB)            # the other entry's blocks
+        o_bmask = Signal(NB)            # the next entry's blocks
         hc = {k: Signal(const_shapes[k], name=f"h_{k}") for k in ec[0]}
         with m.Switch(head):
             for b in range(NBUF):
                 with m.Case(b):
                     m.d.comb += [h_form.eq(e_form[b]), h_err.eq(e_err[b]),
                                  h_landed.eq(landed[b]), h_cyc.eq(cyc[b]), h_start.eq(e_start[b]),
-                                 o_bmask.eq(e_bmask[1 - b])]
+                                 o_bmask.eq(Mux(e_valid[(b + 1) % NBUF], e_bmask[(b + 1) % NBUF], 0))]
                     m.d.comb += [hc[k].eq(ec[b][k]) for k in hc]
         h_valid = Signal()
         m.d.comb += h_valid.eq(e_valid.bit_select(head, 1))
@@ -734,9 +752,9 @@ class LoadStoreUnit(wiring.Component):
                             m.d.sync += [e_need[b].eq(need_next), e_rest[b].eq(rest_next)]
             with m.If(entry_end):
                 # the next head may read all of its blocks
-                m.d.sync += busy.eq(Mux(e_valid.bit_select(~head, 1), o_bmask, 0))
-                m.d.comb += [e_free_now.eq(1), e_clr.bit_select(head, 1).eq(1)]
-                m.d.sync += [head.eq(head + 1), carry.eq(carry + h_cyc)]
+                m.d.sync += busy.eq(o_bmask)
+                m.d.comb += e_clr.bit_select(head, 1).eq(1)
+                m.d.sync += [head.eq(after(head)), carry.eq(carry + h_cyc)]
             with m.If(last):
                 m.d.sync += [beat.eq(0), carry.eq(0)]
         return m
