@@ -262,7 +262,7 @@ class LoadStoreUnit(wiring.Component):
         # wide data registers have no reset: nothing reads them before their valid bits say so
         a_addr = Signal(data.ArrayLayout(unsigned(ADDR_BITS), R), reset_less=True)
         a_err_in = Signal(Error)        # the checks of the accepted instruction but overlap
-        a_err = Signal(Error)           # ... with the stmatrix overlap check (below)
+        a_hit = Signal()                # the stmatrix overlap check found two threads on a row
         a_sb = Signal(p.smem_bytes.bit_length())   # wmma stride in bytes (checked in range)
         a_pass = Signal()
         a_move = Signal()               # the pass in A moves on to B
@@ -317,6 +317,9 @@ class LoadStoreUnit(wiring.Component):
         bq_valid = Signal(NQ)
         bq_form = [Signal(FORM_BITS, name=f"b{k}_form") for k in range(NQ)]
         bq_err = [Signal(Error, name=f"b{k}_err") for k in range(NQ)]
+        # the overlap verdict enters the queue as it is, and becomes the error when the pass is
+        # read out: the 256 comparators end in a register
+        bq_ovl = Signal(NQ)
         bq_addr = [[Signal(aw, name=f"b{k}_addr{i}", reset_less=True) for i in range(R)] for k in range(NQ)]
         bq_c = [const_regs(f"b{k}") for k in range(NQ)]
         b_wp, b_rp = Signal(range(NQ)), Signal(range(NQ))
@@ -330,7 +333,8 @@ class LoadStoreUnit(wiring.Component):
         with m.Switch(b_rp):
             for k in range(NQ):
                 with m.Case(k):
-                    m.d.comb += [b_form.eq(bq_form[k]), b_err.eq(bq_err[k])]
+                    m.d.comb += [b_form.eq(bq_form[k]),
+                                 b_err.eq(Mux(bq_ovl[k] & (bq_err[k] == Error.NONE), Error.OVERLAP, bq_err[k]))]
                     m.d.comb += [b_addr[i].eq(bq_addr[k][i]) for i in range(R)]
                     m.d.comb += [bc[c].eq(bq_c[k][c]) for c in bc]
         b_take = Signal()               # the oldest pass moves on to an entry (and to F)
@@ -597,13 +601,11 @@ class LoadStoreUnit(wiring.Component):
         a_rot_used = Signal(R)
         a_chk = Signal()                # check cycle
         a_found = Signal()
-        a_hit = Signal()
         hits = [a_rot_used[(i + d) % R] & ac["used"][i]
                 & (a_addr[i][4:4 + rowbits] == a_rot[(i + d) % R]) for i in range(R) for d in range(1, OD + 1)]
         m.d.comb += a_hit.eq(~ac["load"] & (a_found | Cat(*hits).any()))
         # x1 stores: one cycle; loads need none
         m.d.comb += a_chk_done.eq(ac["load"] | ~ac["used"][OD:].any() | a_chk)
-        m.d.comb += a_err.eq(Mux((a_err_in == Error.NONE) & a_hit, Error.OVERLAP, a_err_in))
         with m.If(self.instr.valid & self.instr.ready):
             m.d.sync += [a_rot[i].eq(ip.addr[i][4:4 + rowbits]) for i in range(R)]
             m.d.sync += [a_rot_used.eq(Mux(ic["load"], 0, ic["used"])), a_chk.eq(0), a_found.eq(0)]
@@ -635,7 +637,7 @@ class LoadStoreUnit(wiring.Component):
             with m.Switch(b_wp):
                 for k in range(NQ):
                     with m.Case(k):
-                        m.d.sync += [bq_form[k].eq(a_form), bq_err[k].eq(a_err)]
+                        m.d.sync += [bq_form[k].eq(a_form), bq_err[k].eq(a_err_in), bq_ovl[k].eq(a_hit)]
                         m.d.sync += [bq_c[k][c].eq(ac[c]) for c in bc]
                         m.d.sync += [bq_addr[k][i].eq(Mux(ac["wmma"], w_addr[i], a_addr[i][:aw])) for i in range(R)]
         with m.If(b_take):
