@@ -7,7 +7,7 @@ that address is served by the same access (broadcast). Rows are requested throug
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Signal, unsigned
+from amaranth import C, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -92,16 +92,27 @@ class BankScheduler(wiring.Component):
             m.d.comb += self.served[i].eq(self.eligible[i] & hit)
         return m
 
+    @staticmethod
+    def _lowest(bits: list) -> tuple:
+        """``(any, index)`` of the lowest set bit of ``bits`` (a power of two of them), as a
+        binary tree: log2(n) levels, not a chain of n priority multiplexers."""
+        if len(bits) == 1:
+            return bits[0], C(0, 0)
+        half = len(bits) // 2
+        lo_any, lo_idx = BankScheduler._lowest(bits[:half])
+        hi_any, hi_idx = BankScheduler._lowest(bits[half:])
+        return lo_any | hi_any, Cat(Mux(lo_any, lo_idx, hi_idx), ~lo_any)
+
     def _grant(self, m, q, req):
         """Quad ``q`` serves the lowest of the rows ``req``: a priority encoder, then the line
         through a multiplexer tree (the slices' wide multiplexers), which is shallower than
         isolating the lowest bit and AND-OR-ing the lines (one fan-out per row and quad)."""
         g = self.grant[q]
+        n = 1 << (self.rows - 1).bit_length()
+        found, index = self._lowest([req[i] for i in range(self.rows)] + [C(0, 1)] * (n - self.rows))
         row = Signal.like(g.row, name=f"row{q}")
-        for i in reversed(range(self.rows)):
-            with m.If(req[i]):
-                m.d.comb += row.eq(i)
-        m.d.comb += [g.valid.eq(req.any()), g.row.eq(row),
+        m.d.comb += row.eq(index)
+        m.d.comb += [g.valid.eq(found), g.row.eq(row),
                      g.line.eq(mux_tree(row, [self.line[i] for i in range(self.rows)]))]
 
     def _elaborate_pairs(self, m, in_quad):
