@@ -20,10 +20,49 @@ from pathlib import Path
 
 from amaranth import Elaboratable, Module, Signal, Value
 from amaranth.back import rtlil
-from amaranth.lib.wiring import In
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+class CrossbarPath(wiring.Component):
+    """The bank crossbar datapath as the unit builds it, for its own clock: the scheduler of
+    one window, each quad's line (its block-RAM address), the write crossbar (each quad takes
+    the row it granted) and the landing crossbar (each slot takes its quad's row), 128-bit
+    rows through binary multiplexer trees."""
+
+    def __init__(self, p):
+        from tensorlsu.hdl.params import ROW_BYTES
+        self.p, self.bits, qb = p, 8 * ROW_BYTES, max(1, (p.quads - 1).bit_length())
+        W, Q, LB, pairs = p.window, p.quads, max(1, (p.lines - 1).bit_length()), p.window < p.lanes
+        members = {"eligible": In(W), "quad": In(data.ArrayLayout(qb, W)), "line": In(data.ArrayLayout(LB, W)),
+                   "rows": In(data.ArrayLayout(self.bits, W)), "quad_data": In(data.ArrayLayout(self.bits, Q)),
+                   "land_quad": In(data.ArrayLayout(qb, W)), "served": Out(W),
+                   "addr": Out(data.ArrayLayout(LB, Q)), "write": Out(data.ArrayLayout(self.bits, Q)),
+                   "land": Out(data.ArrayLayout(self.bits, W))}
+        if pairs:
+            members.update({"same_quad": In(W * (W - 1) // 2), "same_line": In(W * (W - 1) // 2)})
+        self.W, self.Q, self.LB, self.pairs = W, Q, LB, pairs
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        from tensorlsu.hdl.mux import mux_tree
+        from tensorlsu.hdl.scheduler import BankScheduler
+        m = Module()
+        sched = m.submodules.sched = BankScheduler(rows=self.W, quads=self.Q, line_bits=self.LB, pairs=self.pairs)
+        m.d.comb += [sched.eligible.eq(self.eligible), self.served.eq(sched.served)]
+        m.d.comb += [sched.quad[j].eq(self.quad[j]) for j in range(self.W)]
+        m.d.comb += [sched.line[j].eq(self.line[j]) for j in range(self.W)]
+        if self.pairs:
+            m.d.comb += [sched.same_quad.eq(self.same_quad), sched.same_line.eq(self.same_line)]
+        rows = [self.rows[j] for j in range(self.W)]
+        quads = [self.quad_data[q] for q in range(self.Q)]
+        for q in range(self.Q):
+            m.d.comb += [self.addr[q].eq(sched.grant[q].line), self.write[q].eq(mux_tree(sched.grant[q].row, rows))]
+        m.d.comb += [self.land[j].eq(mux_tree(self.land_quad[j], quads)) for j in range(self.W)]
+        return m
 
 
 def blocks(policy: str):
@@ -38,6 +77,7 @@ def blocks(policy: str):
         # comparisons as inputs, as the unit uses it) or 32 (packed)
         "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=7,
                                            pairs=p.window < p.lanes),
+        "crossbar": lambda: CrossbarPath(p),
         "decompress": lambda: Decompressor(),
         # the load shuffle reads the policy's row-buffer ring (4 blocks: h200, 8: packed)
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
@@ -47,7 +87,7 @@ def blocks(policy: str):
 
 
 #: blocks that differ between the policies
-PER_POLICY = ("scheduler", "shuffle", "unit")
+PER_POLICY = ("scheduler", "crossbar", "shuffle", "unit")
 
 
 class Registered(Elaboratable):
@@ -180,7 +220,8 @@ def markdown(rows) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--blocks", nargs="*", default=["scheduler", "decompress", "shuffle", "store_shuffle", "unit"])
+    ap.add_argument("--blocks", nargs="*",
+                    default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "unit"])
     ap.add_argument("--policies", nargs="*", default=["h200", "packed"])
     ap.add_argument("--no-pnr", action="store_true")
     ap.add_argument("--pnr-timeout", type=float, default=2400,
