@@ -96,8 +96,9 @@ class BankScheduler(wiring.Component):
     def _lowest(bits: list) -> tuple:
         """``(any, index)`` of the lowest set bit of ``bits`` (a power of two of them), as a
         binary tree: log2(n) levels, not a chain of n priority multiplexers."""
-        if len(bits) == 1:
-            return bits[0], C(0, 0)
+        if len(bits) <= 2:
+            lo, hi = bits[0], bits[-1]
+            return (lo | hi, ~lo) if len(bits) == 2 else (lo, C(0, 1))
         half = len(bits) // 2
         lo_any, lo_idx = BankScheduler._lowest(bits[:half])
         hi_any, hi_idx = BankScheduler._lowest(bits[half:])
