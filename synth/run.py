@@ -7,7 +7,8 @@
 
 Yosys and nextpnr come from the yowasp wheels. The unit's shared memory maps to block RAM
 (DP16KD). Multiplexer trees are mapped onto the ECP5 slices' wide multiplexers first
-(synth/mux_map.v); ``--plain`` maps with synth_ecp5 alone, for comparison with other flows. A block that does not fit the device is reported as such, with its cell counts.
+(synth/mux_map.v); ``--plain`` maps with synth_ecp5 alone, for comparison with other flows.
+A block that does not fit the device is reported as such, with its cell counts.
 """
 
 import argparse
@@ -35,8 +36,8 @@ class CrossbarPath(wiring.Component):
 
     def __init__(self, p):
         from tensorlsu.hdl.params import ROW_BYTES
-        self.p, self.bits, qb = p, 8 * ROW_BYTES, max(1, (p.quads - 1).bit_length())
-        W, Q, LB, pairs = p.window, p.quads, max(1, (p.lines - 1).bit_length()), p.window < p.lanes
+        self.bits, qb = 8 * ROW_BYTES, max(1, (p.quads - 1).bit_length())
+        W, Q, LB, pairs = p.window, p.quads, _line_bits(p), p.window < p.lanes
         members = {"eligible": In(W), "quad": In(data.ArrayLayout(qb, W)), "line": In(data.ArrayLayout(LB, W)),
                    "rows": In(data.ArrayLayout(self.bits, W)), "quad_data": In(data.ArrayLayout(self.bits, Q)),
                    "land_quad": In(data.ArrayLayout(qb, W)), "served": Out(W),
@@ -65,6 +66,11 @@ class CrossbarPath(wiring.Component):
         return m
 
 
+def _line_bits(p) -> int:
+    """Width of a line index within a bank quad (as the unit has it)."""
+    return max(1, (p.lines - 1).bit_length())
+
+
 def blocks(policy: str):
     from tensorlsu.hdl.decompress import Decompressor
     from tensorlsu.hdl.lsu import LoadStoreUnit
@@ -75,7 +81,7 @@ def blocks(policy: str):
     return {
         # the scheduler is as wide as the policy's window: 8 rows (h200, with the row
         # comparisons as inputs, as the unit uses it) or 32 (packed)
-        "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=7,
+        "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=_line_bits(p),
                                            pairs=p.window < p.lanes),
         "crossbar": lambda: CrossbarPath(p),
         "decompress": lambda: Decompressor(),
