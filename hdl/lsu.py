@@ -275,21 +275,17 @@ class LoadStoreUnit(wiring.Component):
         # (an overlap refuses a store, of one pass: a_err_in decides when A is done)
         m.d.comb += a_done.eq(a_move & ((a_err_in != Error.NONE) | (a_pass == ac["lastpass"])))
 
-        # chunk addresses of the wmma pass in A: addr + line · stride + 16 · chunk. Each slot
-        # selects among the few lines it holds in some form, from one table of line offsets.
-        # Per slot: an index into the lines and into the chunks it holds in some form; the
-        # address is base + off[line] + 16 · chunk, two adders per slot.
+        # chunk addresses of the wmma pass in A: addr + line · stride + 16 · chunk. Per slot:
+        # the line it holds and an index into the chunks it holds in some form, decoded from
+        # the form as the instruction is accepted, for both passes, and registered (no form
+        # decode before the arithmetic). The line offset is a product (an 18×18 multiplier
+        # on the FPGA): a multiplexer over each slot's up to 10 possible line offsets took
+        # about 2k LUT4.
         aw = (p.smem_bytes - 1).bit_length()   # the span was checked: chunks lie in shared memory
-        slot_lines = [sorted({inf.passes[q][s][0] for _, inf in wmmas for q in range(len(inf.passes))
-                              if s < len(inf.passes[q])}) for s in range(R)]
         slot_chunks = [sorted({inf.passes[q][s][1] for _, inf in wmmas for q in range(len(inf.passes))
                                if s < len(inf.passes[q])}) for s in range(R)]
         nlines = max(inf.lines for _, inf in wmmas)
-        off = [Signal(aw, name=f"w_off{k}") for k in range(nlines)]
-        m.d.comb += [off[k].eq(a_sb * k) for k in range(nlines)]
-        # the indices are decoded from the instruction's form as it is accepted, for both
-        # passes, and registered (no form decode before the adders)
-        sel_shapes = [range(max(1, len(o))) for o in slot_lines + slot_chunks]
+        sel_shapes = [range(nlines)] * R + [range(max(1, len(o))) for o in slot_chunks]
         in_idx = [[Signal(sh, name=f"in{q}_wsel{k}") for k, sh in enumerate(sel_shapes)] for q in range(2)]
         a_idx = [[Signal(sh, name=f"a{q}_wsel{k}") for k, sh in enumerate(sel_shapes)] for q in range(2)]
         with m.Switch(ip.form):
@@ -297,16 +293,16 @@ class LoadStoreUnit(wiring.Component):
                 with m.Case(f):
                     for q in range(2):
                         ps = inf.passes[min(q, len(inf.passes) - 1)]
-                        for s in range(R):
-                            for k, opts, part in ((s, slot_lines, 0), (R + s, slot_chunks, 1)):
-                                m.d.comb += in_idx[q][k].eq(opts[s].index(ps[s][part]) if s < len(ps) else 0)
+                        for s in range(min(R, len(ps))):
+                            m.d.comb += [in_idx[q][s].eq(ps[s][0]),
+                                         in_idx[q][R + s].eq(slot_chunks[s].index(ps[s][1]))]
         l_idx, c_idx = a_idx[0][:R], a_idx[0][R:]
         w_addr = []
         for s in range(R):
             wa = Signal(aw, name=f"w_addr{s}")
-            line_off = mux_tree(l_idx[s], [off[k] for k in slot_lines[s]])
+            line_off = Signal(aw, name=f"w_off{s}")
             chunk = mux_tree(c_idx[s], [c * ROW_BYTES for c in slot_chunks[s]])
-            m.d.comb += wa.eq(a_addr[0][:aw] + line_off + chunk)
+            m.d.comb += [line_off.eq(a_sb * l_idx[s]), wa.eq(a_addr[0][:aw] + line_off + chunk)]
             w_addr.append(wa)
 
         # ---- B: a queue of two checked passes, with their row (or chunk) addresses and

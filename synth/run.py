@@ -174,7 +174,7 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
         "generic_cells": int(re.search(r"^\s+(\d+) cells$", generic, re.M).group(1)),
         "lut4": _count(ecp5, "LUT4"), "ff": _count(ecp5, "TRELLIS_FF"),
         "pfumx": _count(ecp5, "PFUMX"), "l6mux": _count(ecp5, "L6MUX21"),
-        "ccu2": _count(ecp5, "CCU2C"), "bram": _count(ecp5, "DP16KD"),
+        "ccu2": _count(ecp5, "CCU2C"), "bram": _count(ecp5, "DP16KD"), "dsp": _count(ecp5, "MULT18X18D"),
         "lutram": _count(ecp5, "TRELLIS_DPR16X4"),
         "depth": int(ltp.group(1)) if ltp else None,
         "yosys_s": round(time.perf_counter() - t0, 1),
@@ -207,8 +207,8 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
 
 
 def markdown(rows) -> str:
-    head = ("| block | policy | mapping | generic cells | LUT4 | FF | PFUMX | L6MUX | CCU2 | DP16KD | depth | "
-            "Fmax (MHz) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    head = ("| block | policy | mapping | generic cells | LUT4 | FF | PFUMX | L6MUX | CCU2 | DP16KD | MULT18X18D | "
+            "depth | Fmax (MHz) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     body = ""
     for r in rows:
         fmax = r.get("fmax_mhz")
@@ -220,7 +220,7 @@ def markdown(rows) -> str:
             fm = f"none: {r['pnr_error'][:60]}" if "pnr_error" in r else "—"
         body += (f"| {r['block']} | {r['policy']} | {r.get('mapping', 'synth_ecp5')} | {r['generic_cells']} | "
                  f"{r['lut4']} | {r['ff']} | {r['pfumx']} | {r['l6mux']} | {r['ccu2']} | {r['bram']} | "
-                 f"{r['depth']} | {fm} |\n")
+                 f"{r.get('dsp', 0)} | {r['depth']} | {fm} |\n")
     return head + body
 
 
