@@ -6,7 +6,7 @@
 nextpnr prints its critical path only after routing, which takes hours for the whole unit.
 This adds cell delays (LUT4, PFUMX, L6MUX21, CCU2C carry, block-RAM clock to output) and a
 fixed delay per routed net along every path from a register or block RAM to a register or
-block-RAM input, then prints the worst paths grouped by their start and end registers. The
+block-RAM input (multipliers are taken as unregistered, as synth_ecp5 maps them), then prints the worst paths grouped by their start and end registers. The
 figures rank paths; they do not predict the routed clock (routing delays vary).
 """
 
@@ -16,9 +16,11 @@ import re
 import sys
 
 NET_NS = 0.9                    # per routed net: a rough average for the ECP5 fabric
-CELL_NS = {"LUT4": 0.45, "PFUMX": 0.25, "L6MUX21": 0.25}
+# combinational cells (a MULT18X18D without its registers, as synth_ecp5 maps a product: a
+# rough figure)
+CELL_NS = {"LUT4": 0.45, "PFUMX": 0.25, "L6MUX21": 0.25, "MULT18X18D": 4.0}
 # sequential cells: clock to output
-SEQ_NS = {"TRELLIS_FF": 0.55, "DP16KD": 4.3, "MULT18X18D": 3.0, "TRELLIS_DPR16X4": 1.5}
+SEQ_NS = {"TRELLIS_FF": 0.55, "DP16KD": 4.3, "TRELLIS_DPR16X4": 1.5}
 SETUP_NS = 0.2
 CLOCKS = ("CLK", "CLKA", "CLKB", "WCK")
 
