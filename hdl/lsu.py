@@ -318,7 +318,7 @@ class LoadStoreUnit(wiring.Component):
         bq_ovl = Signal(NQ)
         bq_addr = [[Signal(aw, name=f"b{k}_addr{i}", reset_less=True) for i in range(R)] for k in range(NQ)]
         bq_c = [const_regs(f"b{k}") for k in range(NQ)]
-        b_wp, b_rp = Signal(range(NQ)), Signal(range(NQ))
+        b_wp, b_rp = Signal(range(NQ), name="b_wp"), Signal(range(NQ), name="b_rp")
         # the oldest pass of the queue
         b_valid = Signal()
         b_form = Signal(FORM_BITS)
@@ -350,7 +350,7 @@ class LoadStoreUnit(wiring.Component):
         landed = [Signal(R, name=f"e{b}_landed") for b in range(NBUF)]
         cyc = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(NBUF)]
         wdone = Signal(NBUF)
-        head, tail = Signal(range(NBUF)), Signal(range(NBUF))
+        head, tail = Signal(range(NBUF), name="head"), Signal(range(NBUF), name="tail")
 
         def after(b):
             """The entry after ``b``, in order."""
