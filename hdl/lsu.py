@@ -280,7 +280,7 @@ class LoadStoreUnit(wiring.Component):
         # the form as the instruction is accepted, for both passes, and registered (no form
         # decode before the arithmetic). The line offset is a product (an 18×18 multiplier
         # on the FPGA): a multiplexer over each slot's up to 10 possible line offsets took
-        # about 2k LUT4.
+        # 1.7k LUT4 more.
         aw = (p.smem_bytes - 1).bit_length()   # the span was checked: chunks lie in shared memory
         slot_chunks = [sorted({inf.passes[q][s][1] for _, inf in wmmas for q in range(len(inf.passes))
                                if s < len(inf.passes[q])}) for s in range(R)]

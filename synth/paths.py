@@ -6,7 +6,8 @@
 nextpnr prints its critical path only after routing, which takes hours for the whole unit.
 This adds cell delays (LUT4, PFUMX, L6MUX21, CCU2C carry, block-RAM clock to output) and a
 fixed delay per routed net along every path from a register or block RAM to a register or
-block-RAM input (multipliers are taken as unregistered, as synth_ecp5 maps them), then prints the worst paths grouped by their start and end registers. The
+block-RAM input (multipliers count as combinational: synth_ecp5 maps a product without their
+registers), then prints the worst paths grouped by their start and end registers. The
 figures rank paths; they do not predict the routed clock (routing delays vary).
 """
 
