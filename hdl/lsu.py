@@ -27,6 +27,7 @@ from . import forms
 from .decompress import FORMAT_CODES, Decompressor
 from .mux import mux_tree
 from .params import GROUP_ROWS, ROW_BYTES, Params
+from .crossbar import BankCrossbar
 from .scheduler import BankScheduler
 from .shuffle import LoadShuffle, StoreShuffle, beat_rows
 
@@ -109,7 +110,7 @@ class LoadStoreUnit(wiring.Component):
         if not isinstance(params, Params):
             raise TypeError(f"params must be a Params, not {type(params).__name__}")
         self.params = p = params
-        self.line_bits = max(1, (p.lines - 1).bit_length())
+        self.line_bits = p.line_bits
         lanes = p.lanes
         self.instr_layout = data.StructLayout({
             "form": unsigned(FORM_BITS), "addr": data.ArrayLayout(unsigned(ADDR_BITS), lanes),
@@ -431,12 +432,13 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += win_ok.eq(f_valid & Mux(fc["load"], ~f_blocked, self.store.valid if direct else f_all_recv))
         served = Signal(W)
 
-        sched = m.submodules.sched = BankScheduler(rows=W, quads=Q, line_bits=LB, pairs=pairs)
-        m.d.comb += [sched.eligible.eq(f_pending[:W]), served.eq(Mux(win_ok, sched.served, 0))]
+        # the scheduler and the write and landing crossbars of the window
+        xbar = m.submodules.crossbar = BankCrossbar(rows=W, quads=Q, line_bits=LB, pairs=pairs)
+        m.d.comb += [xbar.eligible.eq(f_pending[:W]), served.eq(Mux(win_ok, xbar.served, 0))]
         for j in range(W):
-            m.d.comb += [sched.quad[j].eq(w_quad[j]), sched.line[j].eq(w_line[j])]
+            m.d.comb += [xbar.quad[j].eq(w_quad[j]), xbar.line[j].eq(w_line[j])]
         if pairs:
-            m.d.comb += [sched.same_quad.eq(f_sq), sched.same_line.eq(f_sl)]
+            m.d.comb += [xbar.same_quad.eq(f_sq), xbar.same_line.eq(f_sl)]
         any_grant = Signal()            # the banks work this cycle (some row is pending: the
         m.d.comb += any_grant.eq(win_ok & f_pending[:W].any())   # scheduler serves one, formal/specs.py)
 
@@ -470,14 +472,14 @@ class LoadStoreUnit(wiring.Component):
         else:
             m.d.comb += [s_win[j].eq(mux_tree(f_win, sbuf[j::W])) for j in range(W)]
         # loads read, stores write, the granted line of every quad
+        m.d.comb += [xbar.rows[j].eq(s_win[j]) for j in range(W)]
         for q in range(Q):
-            g = sched.grant[q]
-            m.d.comb += q_addr[q].eq(g.line)
+            m.d.comb += q_addr[q].eq(xbar.addr[q])
             with m.If(fc["load"]):
-                m.d.comb += rd[q].en.eq(g.valid & win_ok)
+                m.d.comb += rd[q].en.eq(xbar.access[q] & win_ok)
             with m.Else():
-                m.d.comb += wr[q].en.eq(g.valid & win_ok)
-            m.d.comb += wr[q].data.eq(mux_tree(g.row, s_win))
+                m.d.comb += wr[q].en.eq(xbar.access[q] & win_ok)
+            m.d.comb += wr[q].data.eq(xbar.write[q])
 
         with m.If(f_valid):
             with m.If(any_grant):
@@ -503,11 +505,10 @@ class LoadStoreUnit(wiring.Component):
                              for q in inf.passes for s in range(len(q))})
         land_half = Signal(W)
         m.d.sync += [land_half[j].eq(f_addr[j][3]) for j in half_slots]
-        dec = []
         for q in range(Q):
             d = m.submodules[f"decompress{q}"] = Decompressor()
             m.d.comb += [d.row.eq(rd[q].data), d.fmt.eq(land_fmt)]
-            dec.append(d.out)
+            m.d.comb += xbar.quad_data[q].eq(d.out)
         land_all = Signal(R)            # the landing slots, at their place in the buffer
         with m.Switch(land_win):
             for w in range(NW):
@@ -515,7 +516,7 @@ class LoadStoreUnit(wiring.Component):
                     m.d.comb += land_all.eq(land << (w * W))
         for j in range(W):
             row_in = Signal(_ROW_BITS, name=f"row_in{j}")
-            m.d.comb += row_in.eq(mux_tree(land_quad[j], dec))
+            m.d.comb += [xbar.land_quad[j].eq(land_quad[j]), row_in.eq(xbar.land[j])]
             if j in half_slots:
                 # only the low half of such a slot is ever read: it takes the high half of
                 # the row when the line starts at byte 8

@@ -101,3 +101,8 @@ class Params:
     def lines(self) -> int:
         """Depth of each bank."""
         return self.smem_bytes // self.line_bytes
+
+    @property
+    def line_bits(self) -> int:
+        """Width of a line index (within each bank)."""
+        return max(1, (self.lines - 1).bit_length())

@@ -21,57 +21,14 @@ from pathlib import Path
 
 from amaranth import Elaboratable, Module, Signal, Value
 from amaranth.back import rtlil
-from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-class CrossbarPath(wiring.Component):
-    """The bank crossbar datapath as the unit builds it, for its own clock: the scheduler of
-    one window, each quad's line (its block-RAM address), the write crossbar (each quad takes
-    the row it granted) and the landing crossbar (each slot takes its quad's row), 128-bit
-    rows through binary multiplexer trees."""
-
-    def __init__(self, p):
-        from tensorlsu.hdl.params import ROW_BYTES
-        self.bits, qb = 8 * ROW_BYTES, max(1, (p.quads - 1).bit_length())
-        W, Q, LB, pairs = p.window, p.quads, _line_bits(p), p.window < p.lanes
-        members = {"eligible": In(W), "quad": In(data.ArrayLayout(qb, W)), "line": In(data.ArrayLayout(LB, W)),
-                   "rows": In(data.ArrayLayout(self.bits, W)), "quad_data": In(data.ArrayLayout(self.bits, Q)),
-                   "land_quad": In(data.ArrayLayout(qb, W)), "served": Out(W),
-                   "addr": Out(data.ArrayLayout(LB, Q)), "write": Out(data.ArrayLayout(self.bits, Q)),
-                   "land": Out(data.ArrayLayout(self.bits, W))}
-        if pairs:
-            members.update({"same_quad": In(W * (W - 1) // 2), "same_line": In(W * (W - 1) // 2)})
-        self.W, self.Q, self.LB, self.pairs = W, Q, LB, pairs
-        super().__init__(members)
-
-    def elaborate(self, platform):
-        from tensorlsu.hdl.mux import mux_tree
-        from tensorlsu.hdl.scheduler import BankScheduler
-        m = Module()
-        sched = m.submodules.sched = BankScheduler(rows=self.W, quads=self.Q, line_bits=self.LB, pairs=self.pairs)
-        m.d.comb += [sched.eligible.eq(self.eligible), self.served.eq(sched.served)]
-        m.d.comb += [sched.quad[j].eq(self.quad[j]) for j in range(self.W)]
-        m.d.comb += [sched.line[j].eq(self.line[j]) for j in range(self.W)]
-        if self.pairs:
-            m.d.comb += [sched.same_quad.eq(self.same_quad), sched.same_line.eq(self.same_line)]
-        rows = [self.rows[j] for j in range(self.W)]
-        quads = [self.quad_data[q] for q in range(self.Q)]
-        for q in range(self.Q):
-            m.d.comb += [self.addr[q].eq(sched.grant[q].line), self.write[q].eq(mux_tree(sched.grant[q].row, rows))]
-        m.d.comb += [self.land[j].eq(mux_tree(self.land_quad[j], quads)) for j in range(self.W)]
-        return m
-
-
-def _line_bits(p) -> int:
-    """Width of a line index within a bank quad (as the unit has it)."""
-    return max(1, (p.lines - 1).bit_length())
-
-
 def blocks(policy: str):
+    from tensorlsu.hdl.crossbar import BankCrossbar
     from tensorlsu.hdl.decompress import Decompressor
     from tensorlsu.hdl.lsu import LoadStoreUnit
     from tensorlsu.hdl.params import Params
@@ -81,9 +38,12 @@ def blocks(policy: str):
     return {
         # the scheduler is as wide as the policy's window: 8 rows (h200, with the row
         # comparisons as inputs, as the unit uses it) or 32 (packed)
-        "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=_line_bits(p),
+        "scheduler": lambda: BankScheduler(rows=p.window, quads=p.quads, line_bits=p.line_bits,
                                            pairs=p.window < p.lanes),
-        "crossbar": lambda: CrossbarPath(p),
+        # the bank crossbar datapath as the unit builds it (scheduler, quad lines, write and
+        # landing crossbars of one window)
+        "crossbar": lambda: BankCrossbar(rows=p.window, quads=p.quads, line_bits=p.line_bits,
+                                         pairs=p.window < p.lanes),
         "decompress": lambda: Decompressor(),
         # the load shuffle reads the policy's row-buffer ring (4 blocks: h200, 8: packed)
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
