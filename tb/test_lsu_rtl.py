@@ -42,6 +42,8 @@ def test_parameters_are_validated(kwargs, message):
 def test_parameter_geometry():
     p = Params(smem_bytes=228 * 1024)
     assert (p.line_bytes, p.quads, p.lines) == (128, 8, 1824)
+    # line indices: 1824 lines need 11 bits; the default 16 KiB is 128 lines of 128 bytes (7)
+    assert (p.line_bits, Params().line_bits, Params(smem_bytes=128).line_bits) == (11, 7, 1)
     assert Params(banks=64).quads == 16
     # h200 serves one 8-row matrix per cycle (FACTS.md); a packer mixes all 32 rows
     assert (Params().window, Params(schedule="packed").window) == (8, 32)
