@@ -54,7 +54,7 @@ capture:
 synth: $(STAMP)
 	$(PY) synth/run.py
 
-# SymbiYosys proofs and covers (formal/specs.py); the broken variant must fail
+# SymbiYosys proofs and covers (formal/specs.py); the broken variants must fail
 formal: $(STAMP)
 	$(PY) formal/run.py
 

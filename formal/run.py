@@ -5,8 +5,8 @@
     python formal/run.py scheduler broken
 
 Writes build/formal/<spec>/ (RTLIL, .sby, solver logs) and prints one line per spec with its
-verdict and time. Exit status 0 only when every spec passes — and ``broken`` (a deliberately
-broken scheduler) fails, proving the proofs can fail.
+verdict and time. Exit status 0 only when every spec passes — and the ``broken*`` specs (a
+deliberately broken scheduler or write crossbar) fail, proving the proofs can fail.
 """
 
 import argparse
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from specs import SPECS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-EXPECT_FAIL = {"broken", "broken_pairs"}
+EXPECT_FAIL = {"broken", "broken_pairs", "broken_write_select"}
 
 SBY = """[options]
 mode {mode}

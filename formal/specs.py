@@ -9,6 +9,7 @@ from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cover
 
 from tensorlsu.hdl import forms
+from tensorlsu.hdl.crossbar import BankCrossbar
 from tensorlsu.hdl.decompress import FORMAT_CODES, Decompressor
 from tensorlsu.hdl.lsu import Error, LoadStoreUnit
 from tensorlsu.hdl.params import GROUP_ROWS, Params
@@ -117,6 +118,62 @@ class SchedulerCompletion(Elaboratable):
             m.d.comb += Assert((ever & ~want) == 0)
             # Done exactly when the busiest quad's distinct lines have all been read.
             m.d.comb += Assert((pending == 0) == (cycles >= need))
+        return m
+
+
+class WriteSelect(Elaboratable):
+    """The write crossbar's registered selects: through every window of distinct store rows,
+    from either source, each quad writes exactly the row it serves."""
+
+    def __init__(self, rows=8, quads=4, line_bits=3, crossbar_cls=BankCrossbar):
+        self.dut = crossbar_cls(rows=rows, quads=quads, line_bits=line_bits, pairs=True)
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        R, Q = d.nrows, d.quads
+        # the environment is F: a window taken keeps its quads and lines; its pending rows
+        # lose what is served while the window is written (step)
+        pending = Signal(R)
+        quads = [Signal(len(d.quad[j]), name=f"env_quad{j}") for j in range(R)]
+        lines = [Signal(len(d.line[j]), name=f"env_line{j}") for j in range(R)]
+        # two sources of windows, as in the unit (B's pass and F's next window); a window's
+        # rows are distinct (two threads on one row are refused before the banks)
+        src = [(d.take, d.take_rows, d.take_quad, [AnySeq(len(d.line[j])) for j in range(R)]),
+               (d.advance, d.next_rows, d.next_quad, [AnySeq(len(d.line[j])) for j in range(R)])]
+        m.d.comb += [d.step.eq(AnySeq(1)), d.eligible.eq(pending)]
+        # each row's data is its index: a quad wrote row j exactly when it wrote the value j
+        m.d.comb += [d.rows[j].eq(j) for j in range(R)]
+        for strobe, rows, quad, line in src:
+            m.d.comb += [strobe.eq(AnySeq(1)), rows.eq(AnySeq(R)),
+                         Value.cast(quad).eq(AnySeq(len(Value.cast(quad))))]
+            for j in range(R):
+                m.d.comb += Assume(quad[j] < Q)
+                for i in range(j):
+                    m.d.comb += Assume(~(strobe & rows[i] & rows[j] & (quad[i] == quad[j]) & (line[i] == line[j])))
+        for j in range(R):
+            m.d.comb += [d.quad[j].eq(quads[j]), d.line[j].eq(lines[j])]
+            for i in range(j):
+                k = BankScheduler.pair(j, i)
+                m.d.comb += [d.same_quad[k].eq(quads[i] == quads[j]),
+                             d.same_line[k].eq((quads[i] == quads[j]) & (lines[i] == lines[j]))]
+        def window(rows, quad, line):
+            return ([pending.eq(rows)] + [quads[j].eq(quad[j]) for j in range(R)]
+                    + [lines[j].eq(line[j]) for j in range(R)])
+        with m.If(d.take):
+            m.d.sync += window(*src[0][1:])
+        with m.Elif(d.advance):
+            m.d.sync += window(*src[1][1:])
+        with m.Elif(d.step):
+            m.d.sync += pending.eq(pending & ~d.served)
+        for j in range(R):
+            for q in range(Q):
+                # A quad writes exactly the row of the window it serves (one per quad: the
+                # rows are distinct).
+                with m.If(d.served[j] & (quads[j] == q)):
+                    m.d.comb += Assert(d.access[q] & (d.write[q] == j))
+        # Cover: the last row of a window, written after others of its quad.
+        m.d.comb += Cover(d.served[R - 1] & (pending[:R - 1] == 0) & (Cat(*[quads[j] == quads[R - 1] for j in range(R - 1)]) != 0))
         return m
 
 
@@ -268,6 +325,16 @@ class BrokenBroadcast(BankScheduler):
         return m
 
 
+class BrokenWriteSelect(BankCrossbar):
+    """A deliberately broken write crossbar: every quad writes the window's first row (the
+    write-select property must fail on it)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += [self.write[q].eq(self.rows[0]) for q in range(self.quads)]
+        return m
+
+
 #: name: (spec factory, sby mode, depth, why that depth)
 SPECS = {
     "scheduler": (lambda: SchedulerContract(), "prove", 1, "combinational: one step is every case"),
@@ -281,6 +348,10 @@ SPECS = {
     "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input (h200 ring)"),
     "shuffle_packed": (lambda: ShuffleSpec(blocks=8), "bmc", 1, "combinational (the packed ring)"),
     "store_shuffle": (lambda: StoreShuffleSpec(), "prove", 1, "combinational"),
+    "write_select": (lambda: WriteSelect(), "bmc", 10,
+                     "from a take, a window's 8 rows are written within 8 steps (and idle steps "
+                     "keep the state): reset, take and 8 steps are every case"),
+    "broken_write_select": (lambda: WriteSelect(crossbar_cls=BrokenWriteSelect), "bmc", 10, "must FAIL"),
     "streams": (lambda: StreamRules(), "bmc", 6,
                 "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),
     "broken": (lambda: SchedulerContract(BrokenBroadcast), "prove", 1, "must FAIL"),

@@ -439,6 +439,13 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += [xbar.quad[j].eq(w_quad[j]), xbar.line[j].eq(w_line[j])]
         if pairs:
             m.d.comb += [xbar.same_quad.eq(f_sq), xbar.same_line.eq(f_sl)]
+        # the write crossbar's next window: the pass F takes (from B), or F's next window
+        m.d.comb += [xbar.take.eq(b_take & (b_err == Error.NONE)), xbar.take_rows.eq(bc["used"][:W]),
+                     xbar.step.eq(win_ok)]
+        m.d.comb += [xbar.take_quad[j].eq(b_addr[j][4:4 + qbits]) for j in range(W)]
+        if pairs:
+            m.d.comb += [xbar.advance.eq(f_next), xbar.next_rows.eq(f_pending[W:2 * W])]
+            m.d.comb += [xbar.next_quad[j].eq(quad_of[W + j]) for j in range(W)]
         any_grant = Signal()            # the banks work this cycle (some row is pending: the
         m.d.comb += any_grant.eq(win_ok & f_pending[:W].any())   # scheduler serves one, formal/specs.py)
 
@@ -495,10 +502,8 @@ class LoadStoreUnit(wiring.Component):
         land_buf = Signal(range(NBUF))
         land_first = Signal(range(NB))  # ring block of the landing window's first slot
         land_fmt = Signal(2)
-        land_quad = [Signal(qbits, name=f"land_quad{j}") for j in range(W)]
         m.d.sync += [land.eq(Mux(fc["load"], served, 0)), land_win.eq(f_win),
                      land_buf.eq(f_buf), land_first.eq(win_first), land_fmt.eq(fc["fmt"])]
-        m.d.sync += [land_quad[j].eq(w_quad[j]) for j in range(W)]
         # a wmma line narrower than a row (8 bytes) may start in the upper half of its row:
         # such a slot lands with its halves swapped, so its bytes are always bytes 0-7
         half_slots = sorted({s % W for _, inf in wmmas if inf.line_bytes < ROW_BYTES
@@ -516,7 +521,7 @@ class LoadStoreUnit(wiring.Component):
                     m.d.comb += land_all.eq(land << (w * W))
         for j in range(W):
             row_in = Signal(_ROW_BITS, name=f"row_in{j}")
-            m.d.comb += [xbar.land_quad[j].eq(land_quad[j]), row_in.eq(xbar.land[j])]
+            m.d.comb += row_in.eq(xbar.land[j])
             if j in half_slots:
                 # only the low half of such a slot is ever read: it takes the high half of
                 # the row when the line starts at byte 8

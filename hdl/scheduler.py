@@ -93,15 +93,15 @@ class BankScheduler(wiring.Component):
         return m
 
     @staticmethod
-    def _lowest(bits: list) -> tuple:
+    def lowest(bits: list) -> tuple:
         """``(any, index)`` of the lowest set bit of ``bits`` (a power of two of them), as a
         binary tree: log2(n) levels, not a chain of n priority multiplexers."""
         if len(bits) <= 2:
             lo, hi = bits[0], bits[-1]
             return (lo | hi, ~lo) if len(bits) == 2 else (lo, C(0, 1))
         half = len(bits) // 2
-        lo_any, lo_idx = BankScheduler._lowest(bits[:half])
-        hi_any, hi_idx = BankScheduler._lowest(bits[half:])
+        lo_any, lo_idx = BankScheduler.lowest(bits[:half])
+        hi_any, hi_idx = BankScheduler.lowest(bits[half:])
         return lo_any | hi_any, Cat(Mux(lo_any, lo_idx, hi_idx), ~lo_any)
 
     def _grant(self, m, q, req):
@@ -110,7 +110,7 @@ class BankScheduler(wiring.Component):
         isolating the lowest bit and AND-OR-ing the lines (one fan-out per row and quad)."""
         g = self.grant[q]
         n = 1 << (self.rows - 1).bit_length()
-        found, index = self._lowest([req[i] for i in range(self.rows)] + [C(0, 1)] * (n - self.rows))
+        found, index = self.lowest([req[i] for i in range(self.rows)] + [C(0, 1)] * (n - self.rows))
         row = Signal.like(g.row, name=f"row{q}")
         m.d.comb += row.eq(index)
         m.d.comb += [g.valid.eq(found), g.row.eq(row),

@@ -117,7 +117,11 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     # and dump run only while idle, one at a time), so what a read returns on a collision is
     # left open: without that, Yosys wraps every block RAM in collision logic (a 128-bit
     # register and multiplexer per quad). Amaranth has no way to say so; RTLIL does.
-    prep = "read_rtlil top.il; chformal -remove; delete t:$print; setparam -set COLLISION_X_MASK 1 t:$memrd_v2; "
+    # Registers whose wires say `keep` are copies of one another on purpose (a select per
+    # slice of a wide multiplexer): the flip-flops get the attribute too, so that they are not
+    # merged back into one.
+    prep = ("read_rtlil top.il; chformal -remove; delete t:$print; setparam -set COLLISION_X_MASK 1 t:$memrd_v2; "
+            "proc; setattr -set keep 1 w:* a:keep %i %ci1 t:$dff %i; ")
     (work / MUX_MAP.name).write_text(MUX_MAP.read_text())
     script = (prep + "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
               "tee -q -o ltp.txt ltp -noff; "

@@ -9,15 +9,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_formal_smoke():
     """Both scheduler contracts, the decompressor and the store shuffle prove; the broken
-    schedulers must fail."""
+    schedulers and the broken write crossbar must fail."""
     r = subprocess.run([sys.executable, "formal/run.py", "scheduler", "scheduler_pairs", "decompress",
-                        "scheduler_cover", "store_shuffle", "broken", "broken_pairs"],
+                        "scheduler_cover", "store_shuffle", "broken", "broken_pairs", "broken_write_select"],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = {ln.split()[1]: ln.split()[0] for ln in r.stdout.splitlines() if ln[:4] in ("PASS", "FAIL")}
     assert lines == {"scheduler": "PASS", "scheduler_pairs": "PASS", "decompress": "PASS",
                      "scheduler_cover": "PASS", "store_shuffle": "PASS", "broken": "FAIL",
-                     "broken_pairs": "FAIL"}
+                     "broken_pairs": "FAIL", "broken_write_select": "FAIL"}
 
 
 def test_synthesis_smoke(tmp_path):
