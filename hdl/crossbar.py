@@ -65,8 +65,8 @@ class BankCrossbar(wiring.Component):
     land : Out(ArrayLayout(128, rows))
     """
 
-    #: copies of each multiplexer select (write: per quad, landing: per slot), one per slice
-    #: of the row: no flip-flop drives all 128 bits
+    #: copies of each quad's write select, one per slice of the row: no flip-flop drives all
+    #: 128 bits' multiplexers
     SLICES = 4
 
     def __init__(self, *, rows: int = 8, quads: int = 8, line_bits: int = 7, pairs: bool = True):
@@ -133,12 +133,10 @@ class BankCrossbar(wiring.Component):
                 parts.append(mux_tree(sel, [r[lo:hi] for r in rows]))
             m.d.comb += self.write[q].eq(Cat(*parts))
         for j in range(R):
-            # the slot's quad as of the read, a cycle ago: copies per slice, as for the writes
-            parts = []
-            for k in range(self.SLICES):
-                lq = Signal.like(self.quad[j], name=f"land_quad{j}_{k}", attrs={"keep": 1})
-                m.d.sync += lq.eq(self.quad[j])
-                lo, hi = k * bits // self.SLICES, (k + 1) * bits // self.SLICES
-                parts.append(mux_tree(lq, [d[lo:hi] for d in quads]))
-            m.d.comb += self.land[j].eq(Cat(*parts))
+            # the slot's quad as of the read, a cycle ago. One copy: copies per slice made an
+            # event-driven simulator (Icarus) six times slower, as the read data change every
+            # cycle and each slice's update wakes the whole row again.
+            lq = Signal.like(self.quad[j], name=f"land_quad{j}")
+            m.d.sync += lq.eq(self.quad[j])
+            m.d.comb += self.land[j].eq(mux_tree(lq, quads))
         return m
