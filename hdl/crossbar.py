@@ -4,9 +4,9 @@ crossbar (each window slot takes its quad's row read a cycle earlier).
 
 The write crossbar's selects are registers. A store writes distinct rows (two threads on one
 row are refused before the banks), so each quad writes the rows of the window that lie in it
-one per cycle, lowest first, which the scheduler's grant is; the crossbar tracks those rows per
-quad and registers the next one's index a cycle ahead, so the 128-bit multiplexers' selects
-come from flip-flops, not from the scheduler.
+one per cycle, lowest first: the order the scheduler grants them in. The crossbar tracks those
+rows per quad and registers the next one's index a cycle ahead, so the 128-bit multiplexers'
+selects come from flip-flops, not from the scheduler.
 
 The unit builds its banks around this component, and ``synth/run.py`` synthesizes it alone
 for the crossbar's own clock, so both measure the same logic.
