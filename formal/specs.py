@@ -157,6 +157,7 @@ class WriteSelect(Elaboratable):
                 k = BankScheduler.pair(j, i)
                 m.d.comb += [d.same_quad[k].eq(quads[i] == quads[j]),
                              d.same_line[k].eq((quads[i] == quads[j]) & (lines[i] == lines[j]))]
+
         def window(rows, quad, line):
             return ([pending.eq(rows)] + [quads[j].eq(quad[j]) for j in range(R)]
                     + [lines[j].eq(line[j]) for j in range(R)])

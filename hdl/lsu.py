@@ -24,10 +24,10 @@ from amaranth.lib.wiring import In, Out
 from tensorlsu.sim.model import WMMA_ADDR_ALIGN
 
 from . import forms
+from .crossbar import BankCrossbar
 from .decompress import FORMAT_CODES, Decompressor
 from .mux import mux_tree
 from .params import GROUP_ROWS, ROW_BYTES, Params
-from .crossbar import BankCrossbar
 from .scheduler import BankScheduler
 from .shuffle import LoadShuffle, StoreShuffle, beat_rows
 
