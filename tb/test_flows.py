@@ -37,6 +37,20 @@ def test_synthesis_smoke(tmp_path):
     assert "worst path into" in r.stdout
 
 
+def test_synthesis_report_rows():
+    """The report shows every seed a block was routed with, and says when a clock is only
+    nextpnr's estimate after placement."""
+    sys.path.insert(0, str(ROOT / "synth"))
+    import run
+    base = {"policy": "h200", "mapping": "muxcover", "generic_cells": 1, "lut4": 2, "ff": 3, "pfumx": 0,
+            "l6mux": 0, "ccu2": 0, "bram": 0, "dsp": 0, "depth": 4}
+    rows = [dict(base, block="crossbar", fmax_mhz=150.06, seeds=[1, 2, 3], fmax_seeds_mhz=[150.06, 150.15, 147.6]),
+            dict(base, block="unit", fmax_placed_mhz=57.79, pnr_error="routing not finished in 600 s")]
+    text = run.markdown(rows)
+    assert "| 150.06 / 150.15 / 147.6 (seeds 1, 2, 3) |" in text
+    assert "| 57.79 after placement (routing not finished in 600 s) |" in text
+
+
 def _mux_equivalence(tmp_path, mux_map: str) -> subprocess.CompletedProcess:
     """Map multiplexer trees of 13, 8 and 4 options (hdl/mux.py) with synth/run.py's ECP5 flow
     and mux map ``mux_map``, then prove the netlist, read back with the vendor cell models,
