@@ -422,12 +422,16 @@ class LoadStoreUnit(wiring.Component):
         # the window's ring blocks, a register: set when F takes a pass, turned by a window's
         # blocks as the next window comes (no adder or decoder before the scheduler)
         win_blocks = Signal(NB)
-        # ... and every block of a filled entry that waits behind the head (from registers)
-        waiting = Signal(NB)
-        m.d.comb += waiting.eq(reduce(operator.or_, [Mux(e_valid[b] & (head != b) & (f_buf != b), e_bmask[b], 0)
-                                                     for b in range(NBUF)]))
+        # A load's window is blocked while the head, another entry, still reads one of its
+        # blocks, or a filled entry waiting behind the head holds one: a register, set from
+        # the next cycle's head, entries, F's entry and window and the ring's release (at the
+        # end), so that F's loop (go-ahead → window end → finish → B's take) starts from it.
         f_blocked = Signal()
-        m.d.comb += f_blocked.eq((head != f_buf) & (win_blocks & (busy | waiting)).any())
+
+        def blocked(head, f_buf, e_valid, e_bmask, win_blocks, busy):
+            waiting = reduce(operator.or_, [Mux(e_valid[b] & (head != b) & (f_buf != b), e_bmask[b], 0)
+                                            for b in range(NBUF)])
+            return (head != f_buf) & (win_blocks & (busy | waiting)).any()
         # The window is served or waits as a whole: a load while the blocks are read, an h200
         # stmatrix until its beat is there, a packed one until all its beats are (a packer
         # that mixes matrices waits for all of them, so that its cycles stay the busiest
@@ -630,6 +634,9 @@ class LoadStoreUnit(wiring.Component):
         with m.Elif(a_valid & ~a_chk_done):
             m.d.sync += [a_rot[i].eq(a_rot[(i + OD) % R]) for i in range(R)]
             m.d.sync += [a_rot_used.eq(a_rot_used.rotate_right(OD)), a_chk.eq(1), a_found.eq(a_hit)]
+        wb_take = Signal(NB)            # the first window's ring blocks of the pass F takes
+        m.d.comb += wb_take.eq(Cat(*[Cat(*[(a_start + k)[:len(a_start)] == pb for k in range(W // BLK)]).any()
+                                     for pb in range(NB)]))
         slot_free = Signal()
         m.d.comb += slot_free.eq(~e_valid.bit_select(tail, 1))
         m.d.comb += b_take.eq(b_valid & slot_free & ((b_err != Error.NONE) | f_free))
@@ -683,8 +690,7 @@ class LoadStoreUnit(wiring.Component):
                 m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(b_form), f_win.eq(0), f_start.eq(a_start),
                              f_lastwin.eq(bc["lastwin"]), f_pending.eq(bc["used"]), f_recv.eq(store_hs & pre)]
                 m.d.sync += [f_addr[i].eq(b_addr[i]) for i in range(R)]
-                m.d.sync += win_blocks.eq(Cat(*[Cat(*[(a_start + k)[:len(a_start)] == pb for k in range(W // BLK)]).any()
-                                                for pb in range(NB)]))
+                m.d.sync += win_blocks.eq(wb_take)
                 if pairs:
                     tsq, tsl = pair_bits(b_addr[:W])
                     m.d.sync += [f_sq.eq(tsq), f_sl.eq(tsl), w_empty.eq(bc["used"][:W] == 0),
@@ -779,4 +785,14 @@ class LoadStoreUnit(wiring.Component):
                 m.d.sync += [head.eq(after(head)), carry.eq(carry + h_cyc)]
             with m.If(last):
                 m.d.sync += [beat.eq(0), carry.eq(0)]
+
+        # F's blocked check as of the next cycle (above), from the next state of what it reads
+        end_now = e_clr.any()           # the head's entry gives its last beat
+        take_ok = b_take & (b_err == Error.NONE)
+        e_bmask_n = [Mux(b_take & (tail == b), Mux(b_err == Error.NONE, a_bmask, 0), e_bmask[b]) for b in range(NBUF)]
+        m.d.sync += f_blocked.eq(blocked(
+            head=Mux(end_now, after(head), head), f_buf=Mux(take_ok, tail, f_buf),
+            e_valid=(e_valid & ~e_clr) | e_set, e_bmask=e_bmask_n,
+            win_blocks=Mux(take_ok, wb_take, Mux(f_next, win_blocks.rotate_left(W // BLK), win_blocks)),
+            busy=Mux(end_now, o_bmask, h_busy)))
         return m
