@@ -456,8 +456,9 @@ class LoadStoreUnit(wiring.Component):
         if pairs:
             m.d.comb += [xbar.advance.eq(f_next), xbar.next_rows.eq(f_pending[W:2 * W])]
             m.d.comb += [xbar.next_quad[j].eq(quad_of[W + j]) for j in range(W)]
-        any_grant = Signal()            # the banks work this cycle (some row is pending: the
-        # scheduler serves one, formal/specs.py)
+        # the banks work this cycle (some row is pending: the scheduler serves one,
+        # formal/specs.py)
+        any_grant = Signal()
         win_done = Signal()             # the window's last pending rows are served now
         if pairs:
             # The window's end needs no scheduler: every pending row is served this cycle when
