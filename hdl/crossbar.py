@@ -14,7 +14,7 @@ for the crossbar's own clock, so both measure the same logic.
 
 from __future__ import annotations
 
-from amaranth import C, Cat, Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -49,8 +49,8 @@ class BankCrossbar(wiring.Component):
     addr : Out(ArrayLayout(line_bits, quads))
         Each quad's granted line.
     rows : In(ArrayLayout(128, rows))
-        The window's rows to store; ``write[q]`` is the row quad ``q`` writes: its lowest
-        row of ``take_rows`` not yet written.
+        The window's rows to store; ``write[q]`` is the row quad ``q`` writes: the lowest of
+        the window's rows in it (``take_rows`` or ``next_rows``) not yet written.
     write : Out(ArrayLayout(128, quads))
     take, take_quad, take_rows : In(1), In(ArrayLayout(quad_bits, rows)), In(rows)
         A new window comes next cycle: the quad of each of its rows and the rows it stores.
@@ -117,9 +117,7 @@ class BankCrossbar(wiring.Component):
                          stepped.eq(Cat(*[left[j] & (cur != j) for j in range(R)]))]
             # each case's next index is encoded on its own and chosen last, so the strobes
             # (late in the unit's cycle) only pick one
-            n = 1 << (R - 1).bit_length()
-            pad = [C(0, 1)] * (n - R)
-            i_taken, i_advanced, i_stepped = (BankScheduler.lowest([v[j] for j in range(R)] + pad)[1]
+            i_taken, i_advanced, i_stepped = (BankScheduler.lowest([v[j] for j in range(R)])[1]
                                               for v in (taken, advanced, stepped))
             with m.If(self.take):
                 m.d.sync += [left.eq(taken)] + [sel.eq(i_taken) for sel in sels + [cur]]

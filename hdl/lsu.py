@@ -335,6 +335,8 @@ class LoadStoreUnit(wiring.Component):
                     m.d.comb += [b_addr[i].eq(bq_addr[k][i]) for i in range(R)]
                     m.d.comb += [bc[c].eq(bq_c[k][c]) for c in bc]
         b_take = Signal()               # the oldest pass moves on to an entry (and to F)
+        take_ok = Signal()              # ... and F takes it (it was not refused)
+        m.d.comb += take_ok.eq(b_take & (b_err == Error.NONE))
 
         # ---- instruction entries, in order: one emitting, one waiting, one filling ---------
         e_valid = Signal(NBUF)
@@ -450,7 +452,7 @@ class LoadStoreUnit(wiring.Component):
         if pairs:
             m.d.comb += [xbar.same_quad.eq(f_sq), xbar.same_line.eq(f_sl)]
         # the write crossbar's next window: the pass F takes (from B), or F's next window
-        m.d.comb += [xbar.take.eq(b_take & (b_err == Error.NONE)), xbar.take_rows.eq(bc["used"][:W]),
+        m.d.comb += [xbar.take.eq(take_ok), xbar.take_rows.eq(bc["used"][:W]),
                      xbar.step.eq(win_ok)]
         m.d.comb += [xbar.take_quad[j].eq(b_addr[j][4:4 + qbits]) for j in range(W)]
         if pairs:
@@ -473,7 +475,7 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += [win_done.eq((f_pending[:W] & ~served) == 0), any_grant.eq(win_ok & f_pending[:W].any())]
         m.d.comb += f_next.eq(f_valid & win_done & (f_win != f_lastwin))
         with m.If(f_next):
-            m.d.sync += [f_win.eq(f_win + 1), win_blocks.eq(win_blocks.rotate_left(W // BLK))]
+            m.d.sync += f_win.eq(f_win + 1)
             m.d.sync += [f_addr[i].eq(f_addr[i + W]) for i in range(R - W)]
             if pairs:
                 nsq, nsl = pair_bits(f_addr[W:2 * W])
@@ -680,7 +682,7 @@ class LoadStoreUnit(wiring.Component):
                 for b in range(NBUF):
                     with m.Case(b):
                         m.d.sync += [e_form[b].eq(b_form), e_err[b].eq(b_err),
-                                     e_start[b].eq(a_start), e_bmask[b].eq(Mux(b_err == Error.NONE, a_bmask, 0)),
+                                     e_start[b].eq(a_start),
                                      landed[b].eq(0), cyc[b].eq(0), wdone[b].eq(0), e_need[b].eq(bc["need0"]),
                                      e_rest[b].eq(bc["rest0"])]
                         m.d.sync += [ec[b][k].eq(bc[k]) for k in ec[b]]
@@ -688,10 +690,9 @@ class LoadStoreUnit(wiring.Component):
                 with m.If(bc["load"]):
                     m.d.sync += alloc.eq(a_start + bc["blocks"])
                 m.d.sync += [fc[k].eq(bc[k]) for k in fc]
-                m.d.sync += [f_valid.eq(1), f_buf.eq(tail), f_form.eq(b_form), f_win.eq(0), f_start.eq(a_start),
+                m.d.sync += [f_valid.eq(1), f_form.eq(b_form), f_win.eq(0), f_start.eq(a_start),
                              f_lastwin.eq(bc["lastwin"]), f_pending.eq(bc["used"]), f_recv.eq(store_hs & pre)]
                 m.d.sync += [f_addr[i].eq(b_addr[i]) for i in range(R)]
-                m.d.sync += win_blocks.eq(wb_take)
                 if pairs:
                     tsq, tsl = pair_bits(b_addr[:W])
                     m.d.sync += [f_sq.eq(tsq), f_sl.eq(tsl), w_empty.eq(bc["used"][:W] == 0),
@@ -770,8 +771,6 @@ class LoadStoreUnit(wiring.Component):
                 m.d.comb += [self.result.valid.eq(wdone.bit_select(head, 1)), res.cycles.eq(reported),
                              last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
-        m.d.sync += e_valid.eq((e_valid & ~e_clr) | e_set)
-        m.d.sync += busy.eq(h_busy)
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += beat.eq(beat + 1)
             with m.If(~entry_end):
@@ -780,20 +779,28 @@ class LoadStoreUnit(wiring.Component):
                         with m.Case(b):
                             m.d.sync += [e_need[b].eq(need_next), e_rest[b].eq(rest_next)]
             with m.If(entry_end):
-                # the next head may read all of its blocks
-                m.d.sync += busy.eq(o_bmask)
                 m.d.comb += e_clr.bit_select(head, 1).eq(1)
-                m.d.sync += [head.eq(after(head)), carry.eq(carry + h_cyc)]
+                m.d.sync += carry.eq(carry + h_cyc)
             with m.If(last):
                 m.d.sync += [beat.eq(0), carry.eq(0)]
 
-        # F's blocked check as of the next cycle (above), from the next state of what it reads
+        # The next state of the registers F's blocked check reads: each register takes it, and
+        # the check (above) is made from it, so the check is a register too.
         end_now = e_clr.any()           # the head's entry gives its last beat
-        take_ok = b_take & (b_err == Error.NONE)
-        e_bmask_n = [Mux(b_take & (tail == b), Mux(b_err == Error.NONE, a_bmask, 0), e_bmask[b]) for b in range(NBUF)]
-        m.d.sync += f_blocked.eq(blocked(
-            head=Mux(end_now, after(head), head), f_buf=Mux(take_ok, tail, f_buf),
-            e_valid=(e_valid & ~e_clr) | e_set, e_bmask=e_bmask_n,
-            win_blocks=Mux(take_ok, wb_take, Mux(f_next, win_blocks.rotate_left(W // BLK), win_blocks)),
-            busy=Mux(end_now, o_bmask, h_busy)))
+        head_n = Signal.like(head)
+        f_buf_n = Signal.like(f_buf)
+        e_valid_n = Signal.like(e_valid)
+        e_bmask_n = [Signal.like(e_bmask[b], name=f"e{b}_blocks_next") for b in range(NBUF)]
+        win_blocks_n = Signal.like(win_blocks)
+        busy_n = Signal.like(busy)
+        m.d.comb += [head_n.eq(Mux(end_now, after(head), head)), f_buf_n.eq(Mux(take_ok, tail, f_buf)),
+                     e_valid_n.eq((e_valid & ~e_clr) | e_set),
+                     win_blocks_n.eq(Mux(take_ok, wb_take, Mux(f_next, win_blocks.rotate_left(W // BLK), win_blocks))),
+                     # after the head's last beat the next head may read all of its blocks
+                     busy_n.eq(Mux(end_now, o_bmask, h_busy))]
+        m.d.comb += [e_bmask_n[b].eq(Mux(b_take & (tail == b), Mux(b_err == Error.NONE, a_bmask, 0), e_bmask[b]))
+                     for b in range(NBUF)]
+        m.d.sync += [head.eq(head_n), f_buf.eq(f_buf_n), e_valid.eq(e_valid_n), win_blocks.eq(win_blocks_n),
+                     busy.eq(busy_n)] + [e_bmask[b].eq(e_bmask_n[b]) for b in range(NBUF)]
+        m.d.sync += f_blocked.eq(blocked(head_n, f_buf_n, e_valid_n, e_bmask_n, win_blocks_n, busy_n))
         return m

@@ -94,8 +94,10 @@ class BankScheduler(wiring.Component):
 
     @staticmethod
     def lowest(bits: list) -> tuple:
-        """``(any, index)`` of the lowest set bit of ``bits`` (a power of two of them), as a
-        binary tree: log2(n) levels, not a chain of n priority multiplexers."""
+        """``(any, index)`` of the lowest set bit of ``bits``, as a binary tree: log2(n)
+        levels, not a chain of n priority multiplexers."""
+        n = 1 << (len(bits) - 1).bit_length()
+        bits = list(bits) + [C(0, 1)] * (n - len(bits))   # a power of two of them
         if len(bits) <= 2:
             lo, hi = bits[0], bits[-1]
             return (lo | hi, ~lo) if len(bits) == 2 else (lo, C(0, 1))
@@ -109,8 +111,7 @@ class BankScheduler(wiring.Component):
         through a multiplexer tree (the slices' wide multiplexers), which is shallower than
         isolating the lowest bit and AND-OR-ing the lines (one fan-out per row and quad)."""
         g = self.grant[q]
-        n = 1 << (self.rows - 1).bit_length()
-        found, index = self.lowest([req[i] for i in range(self.rows)] + [C(0, 1)] * (n - self.rows))
+        found, index = self.lowest([req[i] for i in range(self.rows)])
         row = Signal.like(g.row, name=f"row{q}")
         m.d.comb += row.eq(index)
         m.d.comb += [g.valid.eq(found), g.row.eq(row),

@@ -132,6 +132,8 @@ def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: floa
     if stopped and found and not errors:
         # placed, not routed: nextpnr's post-placement estimate only
         return {"fmax_placed_mhz": float(found[-1]), "pnr_error": stopped}
+    if r is None and not found:
+        stopped = f"placement not finished in {timeout} s"
     if errors or not found or stopped:
         return {"pnr_error": (errors or [stopped or text.strip()[-300:]])[0]}
     return {"fmax_mhz": float(found[-1])}
