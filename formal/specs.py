@@ -4,6 +4,9 @@ Each spec lists its properties with one line saying what they guarantee. Inputs 
 undriven are free (the solver chooses them); assumptions constrain the environment.
 """
 
+import operator
+from functools import reduce
+
 from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cover
@@ -314,6 +317,137 @@ class StreamRules(Elaboratable):
         return m
 
 
+class PassQueueOrder(Elaboratable):
+    """The pass queue hands on every pass once, in order, unchanged (the overlap verdict
+    turned into the error): passes carry their sequence number in ``form``; an arbitrary one
+    (``AnyConst``) carries an arbitrary payload, which must come out as it went in."""
+
+    def __init__(self, queue_cls=None):
+        from tensorlsu.hdl.passq import PassQueue
+        self.dut = (queue_cls or PassQueue)(Params(smem_bytes=256))
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        n = len(d.push.payload.form)
+        pushed, popped = Signal(n, name="pushed"), Signal(n, name="popped")
+        tag = AnyConst(n)
+        tracked = AnyConst(len(Value.cast(d.push.payload)))
+        m.d.comb += [d.push.valid.eq(AnySeq(1)), d.pop.ready.eq(AnySeq(1)),
+                     Value.cast(d.push.payload).eq(AnySeq(len(Value.cast(d.push.payload))))]
+        # the environment numbers its passes; the tracked one has the tracked payload
+        m.d.comb += Assume(d.push.payload.form == pushed)
+        with m.If(pushed == tag):
+            m.d.comb += Assume(Value.cast(d.push.payload) == tracked)
+        with m.If(d.push.valid & d.push.ready):
+            m.d.sync += pushed.eq(pushed + 1)
+        with m.If(d.pop.valid & d.pop.ready):
+            m.d.sync += popped.eq(popped + 1)
+        st = d.state
+        count = Signal(range(3))
+        m.d.comb += count.eq(st["valid"][0] + st["valid"][1])
+        m.d.comb += Assert(count == (pushed - popped)[:n], "the queue holds every pass pushed and not popped")
+        m.d.comb += Assert(d.pop.valid == (pushed != popped), "a pass is offered exactly while one is held")
+        m.d.comb += Assert(d.push.ready == (count < 2), "a push is refused only when the queue is full")
+        for k in range(2):
+            e = st["entries"][k]
+            with m.If(st["valid"][k]):
+                # invariant: entry k holds the pass numbered by its distance from the read pointer
+                m.d.comb += Assert(e.form == Mux(st["rp"] == k, popped, (popped + 1)[:n]),
+                                   "each held pass has its place in the order")
+                with m.If(e.form == tag):
+                    m.d.comb += Assert(Value.cast(e) == tracked, "a held pass is unchanged")
+        with m.If(st["valid"].all()):
+            m.d.comb += Assert(st["wp"] == st["rp"], "a full queue's pointers meet")
+        with m.Elif(st["valid"].any()):
+            m.d.comb += Assert(st["valid"].bit_select(st["rp"], 1) & (st["wp"] != st["rp"]),
+                               "one held pass sits at the read pointer")
+        with m.Else():
+            m.d.comb += Assert(st["wp"] == st["rp"], "an empty queue's pointers meet")
+        p = d.pop.payload
+        with m.If(d.pop.valid):
+            m.d.comb += Assert(p.form == popped, "passes leave in the order they came")
+        with m.If(d.pop.valid & (p.form == tag)):
+            t = Signal.like(d.push.payload)
+            m.d.comb += t.eq(tracked)
+            m.d.comb += Assert((p.consts.as_value() == t.consts.as_value())
+                               & (Cat(*[p.addr[i] for i in range(len(p.addr))])
+                                  == Cat(*[t.addr[i] for i in range(len(t.addr))])),
+                               "a pass leaves with its constants and addresses")
+            m.d.comb += Assert(p.err.as_value() == Mux(t.ovl & (t.err == Error.NONE), Error.OVERLAP, t.err.as_value()),
+                               "the overlap verdict becomes the error, unless another refused it first")
+        m.d.comb += Cover((popped == 3) & (count == 2), "three passes through, the queue full again")
+        return m
+
+
+class RingRule(Elaboratable):
+    """The ring rule: a window the bank stage may serve (``blocked`` = 0) never writes a
+    row-buffer block that a live entry other than its own still reads: the head's remaining
+    beats or a waiting entry. The result stage's and bank stage's registers are free,
+    constrained only by what those stages guarantee (assumed below)."""
+
+    def __init__(self, schedule="h200", ring_cls=None):
+        from tensorlsu.hdl.ring import RowRing
+        self.dut = (ring_cls or RowRing)(Params(smem_bytes=256, schedule=schedule))
+
+    def elaborate(self, platform):
+        from tensorlsu.hdl.records import ENTRIES
+        m = Module()
+        d = m.submodules.dut = self.dut
+        tk = d.take
+        NB = len(d.window)
+        for sig in (tk.take, tk.ok, tk.tail, tk.pass_.err, tk.pass_.consts.load, tk.pass_.consts.align,
+                    tk.pass_.consts.blocks, d.head_next, d.valid_next, d.end, d.reading, d.advance):
+            m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
+        # the result stage: head and live entries are registers taking their next values; an
+        # entry is taken only when free; a take's ok says it was not refused
+        head, valid, fill_buf = Signal(range(ENTRIES)), Signal(ENTRIES), Signal(range(ENTRIES))
+        m.d.sync += [head.eq(d.head_next), valid.eq(d.valid_next)]
+        m.d.comb += [d.head.eq(head), d.valid.eq(valid), d.fill_buf.eq(fill_buf)]
+        m.d.comb += Assume((head < ENTRIES) & (d.head_next < ENTRIES) & (tk.tail < ENTRIES))
+        m.d.comb += Assume(tk.ok == (tk.take & (tk.pass_.err == Error.NONE)))
+        with m.If(tk.take):
+            m.d.comb += Assume(~valid.bit_select(tk.tail, 1))
+        m.d.comb += Assume(d.valid_next == ((valid & ~Mux(d.end, 1 << head, 0)) | Mux(tk.take, 1 << tk.tail, 0))[:ENTRIES])
+        m.d.comb += Assume(d.head_next == Mux(d.end, Mux(head == ENTRIES - 1, 0, head + 1), head))
+        with m.If(d.end):
+            m.d.comb += Assume(valid.bit_select(head, 1))
+        # the bank stage fills the entry it took last; it advances only within its pass
+        with m.If(tk.ok):
+            m.d.sync += fill_buf.eq(tk.tail)
+        # the head's beats read only its own blocks (the form tables: forms.FormInfo.rest_blocks
+        # lie within the blocks the pass fills) and, within an entry, fewer and fewer of them
+        blocks = d.state["blocks"]
+        prev_reading, prev_end, prev_live = Signal(NB), Signal(), Signal()
+        m.d.sync += [prev_reading.eq(d.reading), prev_end.eq(d.end), prev_live.eq(valid.bit_select(head, 1))]
+        own = Signal(NB)
+        m.d.comb += own.eq(Mux(valid.bit_select(head, 1), Cat(*blocks).word_select(head, NB), 0))
+        m.d.comb += Assume((d.reading & ~own) == 0)
+        with m.If(prev_live & ~prev_end):
+            m.d.comb += Assume((d.reading & ~prev_reading) == 0)
+        init = Signal()
+        m.d.sync += init.eq(1)
+        with m.If(~init):
+            m.d.comb += Assume(valid == 0)
+
+        waiting = Signal(NB)            # blocks of the entries waiting behind the head
+        m.d.comb += waiting.eq(reduce(operator.or_, [Mux(valid[b] & (head != b) & (fill_buf != b), blocks[b], 0)
+                                                     for b in range(ENTRIES)]))
+        busy = d.state["busy"]
+        with m.If(init):
+            m.d.comb += Assert(d.blocked == d.check(head, fill_buf, valid, blocks, d.window, busy),
+                               "the go-ahead register is the rule applied to the current state")
+            with m.If(head != fill_buf):
+                m.d.comb += Assert((d.reading & ~busy) == 0,
+                                   "the head reads nothing the ring thinks released")
+            with m.If(~d.blocked & (head != fill_buf)):
+                m.d.comb += Assert((d.window & (d.reading | waiting)) == 0,
+                                   "a window that may be served meets no block a live entry still reads")
+        m.d.comb += Cover(init & ~d.blocked & (head != fill_buf) & (d.reading != 0),
+                          "a window served while another entry still reads")
+        return m
+
+
 class BrokenBroadcast(BankScheduler):
     """A deliberately broken scheduler: serves only the chosen row, not the other rows with
     the same address (the contract must fail on it)."""
@@ -336,6 +470,33 @@ class BrokenWriteSelect(BankCrossbar):
         return m
 
 
+def _broken_ring():
+    """A deliberately broken ring: the go-ahead forgets the head's remaining reads (the ring
+    rule must fail on it)."""
+    from tensorlsu.hdl.ring import RowRing
+
+    class BrokenRing(RowRing):
+        @staticmethod
+        def check(head, fill_buf, valid, blocks, window, busy):
+            return RowRing.check(head, fill_buf, valid, blocks, window, 0)
+    return RingRule(ring_cls=BrokenRing)
+
+
+def _broken_queue():
+    """A deliberately broken pass queue: it drops the overlap verdict (the order proof must
+    fail on it)."""
+    from tensorlsu.hdl.passq import PassQueue
+
+    class BrokenQueue(PassQueue):
+        def elaborate(self, platform):
+            m = super().elaborate(platform)
+            st = self.state
+            m.d.comb += self.pop.payload.err.eq(Mux(st["rp"], st["entries"][1].err.as_value(),
+                                                    st["entries"][0].err.as_value()))
+            return m
+    return PassQueueOrder(queue_cls=BrokenQueue)
+
+
 #: name: (spec factory, sby mode, depth, why that depth)
 SPECS = {
     "scheduler": (lambda: SchedulerContract(), "prove", 1, "combinational: one step is every case"),
@@ -352,9 +513,19 @@ SPECS = {
     "write_select": (lambda: WriteSelect(), "bmc", 10,
                      "from a take, a window's 8 rows are written within 8 steps (and idle steps "
                      "keep the state): reset, take and 8 steps are every case"),
+    "write_select_cover": (lambda: WriteSelect(), "cover", 10, "the last row of a window after others of its quad"),
     "broken_write_select": (lambda: WriteSelect(crossbar_cls=BrokenWriteSelect), "bmc", 10, "must FAIL"),
     "streams": (lambda: StreamRules(), "bmc", 6,
                 "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),
+    "streams_cover": (lambda: StreamRules(), "cover", 8, "a refused instruction's beat; a stalled result beat"),
+    "pass_queue": (lambda: PassQueueOrder(), "prove", 3,
+                   "induction over the queue's state, with its invariants asserted"),
+    "pass_queue_cover": (lambda: PassQueueOrder(), "cover", 12, "three passes through and a full queue"),
+    "ring": (lambda: RingRule(), "prove", 3, "induction: the go-ahead register and the release invariant"),
+    "ring_packed": (lambda: RingRule("packed"), "prove", 3, "the packed ring (8 blocks, whole-pass windows)"),
+    "ring_cover": (lambda: RingRule(), "cover", 8, "a window served while another entry reads"),
+    "broken_ring": (_broken_ring, "prove", 3, "must FAIL"),
+    "broken_pass_queue": (_broken_queue, "prove", 3, "must FAIL"),
     "broken": (lambda: SchedulerContract(BrokenBroadcast), "prove", 1, "must FAIL"),
     "broken_pairs": (lambda: SchedulerContract(BrokenBroadcast, rows=8, pairs=True), "prove", 1, "must FAIL"),
 }

@@ -7,7 +7,7 @@ from .emit import verilog_text
 from .lsu import LoadStoreUnit
 from .params import POLICIES, Params
 
-TOP = "tensorlsu_lsu"
+from .lsu import TOP
 
 
 def main(argv=None) -> int:

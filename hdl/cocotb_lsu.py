@@ -151,6 +151,7 @@ class TB:
         sender = cocotb.start_soon(send())
         res = await self.collect()
         res["latency"] = self.cycle - start
+        res["accepted"], res["done"] = start, self.cycle
         await sender
         if job.get("dump_lines"):
             dumped = await self.dump_lines(job["dump_lines"])

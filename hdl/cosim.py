@@ -14,10 +14,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .lsu import TOP
+
 __all__ = ["Layout", "SIMULATORS", "build", "run_jobs", "RtlBackend"]
 
 SIMULATORS = ("icarus", "verilator")
-TOP = "tensorlsu_lsu"
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,23 @@ class RtlBackend:
         self.sim, self.policy, self.smem_bytes, self.waves = sim, policy, smem_bytes, waves
         self.seconds = 0.0
 
+    @staticmethod
+    def smem_bytes_for(records) -> int:
+        """The smallest shared memory the unit can be built with (whole lines, at least the
+        default 16 KiB) that holds every record's image and the rows it addresses."""
+        from tensorlsu.sim.model import WMMA_ADDR_ALIGN
+        from .params import MAX_SMEM_BYTES
+        line, need = 128, 16 * 1024
+        for rec in records:
+            r = rec.raw
+            need = max(need, len(r.get("smem", "")) // 2)
+            a = r.get("addr")
+            if isinstance(a, list):
+                need = max(need, max(a) + 16)
+            elif isinstance(a, int) and rec.space == "shared":
+                need = max(need, a + WMMA_ADDR_ALIGN)
+        return min(MAX_SMEM_BYTES, -(-need // line) * line)
+
     def job(self, rec) -> dict:
         from tensorlsu.sim.model import wmma_default_stride
 
@@ -227,11 +245,10 @@ class RtlBackend:
             raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
         job = {"form": fid, "addr": r["addr"], "image": image.hex()}
         if ins.op == "stmatrix":
-            regs = r.get("regs")
-            if regs is None:
-                raise ValueError("stmatrix needs 'regs'")
+            regs = r.get("regs") or [[0] * ins.nregs for _ in range(32)]     # absent: zeros
             job["store"] = [[regs[t][k] for t in range(32)] for k in range(ins.nregs)]
-            job["dump_lines"] = -(-len(image) // 128) if image else 0
+            # the whole image back; without one, all of shared memory (trailing zeros dropped)
+            job["dump_lines"] = -(-(len(image) or self.smem_bytes) // 128)
         return job
 
     def execute_all(self, records) -> list[dict]:
@@ -257,7 +274,8 @@ class RtlBackend:
                     # no wavefront rule for wmma.load: the bank cycles are not reported
                     produced[k] = {"regs": [list(x) for x in zip(*res["beats"])]}
                 else:
-                    n = len(bytes.fromhex(job["image"]))
-                    produced[k] = {"smem": bytes.fromhex(res["dump"])[:n].hex(),
+                    from tensorlsu.sim.trace import emitted_image
+                    n = len(bytes.fromhex(job["image"])) or self.smem_bytes
+                    produced[k] = {"smem": emitted_image(rec.raw, bytes.fromhex(res["dump"])[:n]),
                                    "wavefronts": res["cycles"]}
         return produced

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS
 
-__all__ = ["Params", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "GROUP_ROWS"]
+__all__ = ["Params", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "GROUP_ROWS"]
 
-#: Bank scheduling policies: the H200's (one matrix per wavefront) and a mixing packer.
-POLICIES = ("h200", "packed")
+
+class Policy(str, enum.Enum):
+    """Bank scheduling policy. A ``str`` enum: ``Policy.H200 == "h200"``."""
+
+    #: The H200's rule: the banks serve one 8-row group (an ``.m8n8`` matrix, half an
+    #: ``.m16n16`` one, eight wmma chunks) at a time.
+    H200 = "h200"
+    #: A packer that mixes every row of an instruction in each cycle (the bound of a unit
+    #: with more scheduling freedom than the H200).
+    PACKED = "packed"
+
+    def __str__(self):
+        return self.value
+
+
+#: The policies' names, as the command lines take them.
+POLICIES = tuple(p.value for p in Policy)
 #: Largest shared memory per SM of the architectures the forms come from (228 KiB).
 MAX_SMEM_BYTES = 228 * 1024
 #: Bytes of one matrix row: every ldmatrix / stmatrix row is 16 bytes.
@@ -30,8 +46,8 @@ class Params:
         Width of one bank in bytes (a power of two).
     smem_bytes : int
         Shared-memory size in bytes: a multiple of ``banks * bank_bytes``, at most 228 KiB.
-    schedule : str
-        ``"h200"`` or ``"packed"``.
+    schedule : Policy or str
+        :class:`Policy` (or its name, ``"h200"`` / ``"packed"``).
 
     Raises
     ------
@@ -43,7 +59,7 @@ class Params:
     banks: int = 32
     bank_bytes: int = 4
     smem_bytes: int = 16 * 1024
-    schedule: str = "h200"
+    schedule: Policy = Policy.H200
 
     def __post_init__(self):
         for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
@@ -69,6 +85,7 @@ class Params:
         if self.schedule not in POLICIES:
             raise ValueError(f"schedule must be one of {', '.join(map(repr, POLICIES))}, "
                              f"not {self.schedule!r}")
+        object.__setattr__(self, "schedule", Policy(self.schedule))
 
     @property
     def line_bytes(self) -> int:
@@ -86,7 +103,45 @@ class Params:
         matrix, half of an ``.m16n16`` one, eight wmma chunks) under ``"h200"``, every slot
         under ``"packed"``. The scheduler, the landing crossbar and the store write crossbar
         are this wide."""
-        return GROUP_ROWS if self.schedule == "h200" else self.lanes
+        return GROUP_ROWS if self.schedule is Policy.H200 else self.lanes
+
+    @property
+    def windows(self) -> int:
+        """Windows of one pass: 4 under ``"h200"``, 1 under ``"packed"``."""
+        return self.lanes // self.window
+
+    @property
+    def store_direct(self) -> bool:
+        """Each stmatrix source beat is exactly one window (``"h200"``): the window is written
+        straight from the store stream's payload, which the producer holds until ready.
+        Otherwise the beats are kept in a store row buffer until all have arrived."""
+        return self.window == GROUP_ROWS
+
+    @property
+    def precompare(self) -> bool:
+        """The row comparisons of the next window are registered a cycle ahead (a pass has
+        several windows: ``"h200"``), so the scheduler only combines them."""
+        return self.windows > 1
+
+    @property
+    def pass_blocks(self) -> int:
+        """Row-buffer blocks of one pass (32 slots)."""
+        return self.lanes // GROUP_ROWS
+
+    @property
+    def row_bits(self) -> int:
+        """Width of a row index within shared memory (quad and line of a 16-byte row)."""
+        return max(1, (self.quads - 1).bit_length()) + self.line_bits
+
+    @property
+    def quad_bits(self) -> int:
+        """Width of a bank-quad index."""
+        return max(1, (self.quads - 1).bit_length())
+
+    @property
+    def smem_addr_bits(self) -> int:
+        """Width of a byte offset within shared memory."""
+        return (self.smem_bytes - 1).bit_length()
 
     @property
     def row_blocks(self) -> int:

@@ -112,13 +112,9 @@ class LoadShuffle(wiring.Component):
     need : Out(lanes)
     """
 
-    def __new__(cls, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
-        # refuse a bad ring before the component exists (no unused elaboratable)
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
         if blocks < lanes // BLOCK or blocks & (blocks - 1):
             raise ValueError(f"blocks must be a power of two of at least {lanes // BLOCK}, not {blocks}")
-        return super().__new__(cls)
-
-    def __init__(self, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
         self.lanes, self.blocks = lanes, blocks
         super().__init__({
             "form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),

@@ -19,9 +19,6 @@ def _replay(args) -> int:
         except ImportError as e:
             print(f"tensorlsu replay: the rtl backend needs the dev extras ({e})", file=sys.stderr)
             return 2
-        backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves)
-    else:
-        backend = trace.ModelBackend(policy=args.policy)
     t0 = time.perf_counter()
     try:
         with open(args.trace) as f:
@@ -31,12 +28,20 @@ def _replay(args) -> int:
             records = [r for r in records if r.raw["instr"].startswith(prefixes)]
         if args.space:
             records = [r for r in records if r.space == args.space]
+        if args.backend == "rtl":
+            size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
+            backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size)
+        else:
+            backend = trace.ModelBackend(policy=args.policy, smem_bytes=args.smem_bytes)
         outcomes = list(trace.run(records, backend))
     except OSError as e:
         print(f"tensorlsu replay: {e}", file=sys.stderr)
         return 2
     except trace.TraceError as e:
         print(f"tensorlsu replay: {args.trace}: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:        # a --smem-bytes the unit cannot be built with
+        print(f"tensorlsu replay: {e}", file=sys.stderr)
         return 2
     dt = time.perf_counter() - t0
     if args.emit:
@@ -65,6 +70,9 @@ def main(argv=None) -> int:
                    help="simulator of the rtl backend")
     r.add_argument("--policy", default="h200", choices=["h200", "packed"],
                    help="bank scheduling policy used for wavefronts")
+    r.add_argument("--smem-bytes", type=int, metavar="N",
+                   help="shared memory of records without 'smem' (model: 228 KiB) and of the unit "
+                        "(rtl: the smallest size that holds every record's rows and image)")
     r.add_argument("--select", metavar="PREFIXES",
                    help="only records whose instruction starts with one of these (comma-separated)")
     r.add_argument("--space", choices=["shared", "global", "tensor"],

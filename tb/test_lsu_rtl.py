@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The load/store unit RTL against the model, on Icarus and Verilator (cocotb).
 
 Expected values: the model (tensorlsu.sim.model), which the H200 vectors pin; and the H200

@@ -83,3 +83,51 @@ def test_console_entry_point_runs():
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "822 records, 822 passed, 0 failed" in r.stdout
+
+
+def _write(tmp_path, recs):
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    return p
+
+
+def test_records_without_image_regs_or_expect(tmp_path):
+    """An absent smem is 228 KiB of zeros (rows past 16 KiB included, as in the H200 throughput
+    traces); an stmatrix without regs stores zeros; a record without expect is run and emitted.
+    Expected values: the trace format (docs/trace-format.md) and the bank rule on 8 rows of
+    one quad (8 distinct lines: 8 wavefronts)."""
+    ld = "ldmatrix.sync.aligned.m8n8.x1.shared.b16"
+    st = "stmatrix.sync.aligned.m8n8.x1.shared.b16"
+    rows = [200 * 1024 + 128 * t for t in range(8)] * 4
+    recs = [{"instr": ld, "addr": rows, "expect": {"wavefronts": 8, "regs": [[0]] * 32}},
+            {"instr": st, "addr": rows, "smem": "ff" * 16, "expect": {"smem": "00" * 16}},
+            {"instr": st, "addr": [16 * t for t in range(32)], "smem": "ff" * 256,
+             "expect": {"smem": "00" * 128 + "ff" * 128}},
+            {"instr": ld, "addr": rows}]
+    outs = list(trace.run(trace.load(_write(tmp_path, recs)), trace.ModelBackend()))
+    assert [o.passed for o in outs] == [True, False, True, True], [o.failures for o in outs]
+    assert "outside" in outs[1].failures[0]      # its 16-byte image does not hold row 200 KiB
+    assert trace.emitted(outs[3])["expect"]["wavefronts"] == 8
+    # a wrong byte is named
+    recs[2]["expect"]["smem"] = "00" * 127 + "01" + "ff" * 128
+    outs = list(trace.run(trace.load(_write(tmp_path, recs[2:3])), trace.ModelBackend()))
+    assert outs[0].failures == ["smem: first difference at byte 0x7f (expected 0x01, got 0x00)"]
+
+
+def test_rtl_memory_size_holds_the_trace(tmp_path):
+    """replay --backend rtl builds the smallest unit (whole 128-byte lines, at least 16 KiB)
+    that holds every row and image."""
+    from tensorlsu.hdl.cosim import RtlBackend
+    ld = "ldmatrix.sync.aligned.m8n8.x1.shared.b16"
+    recs = [{"instr": ld, "addr": [16 * t for t in range(32)]}]
+    assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, recs))) == 16 * 1024
+    recs.append({"instr": ld, "addr": [200 * 1024 + 16 * t for t in range(32)]})
+    assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, recs))) == 200 * 1024 + 512
+    recs.append({"instr": ld, "addr": [0] * 32, "smem": "00" * (20 * 1024 + 1)})
+    assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, recs[:1] + recs[2:]))) == 20 * 1024 + 128
+
+
+def test_replay_rejects_a_memory_the_unit_cannot_have(tmp_path, capsys):
+    p = _write(tmp_path, [{"instr": "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "addr": [0] * 32}])
+    assert cli.main(["replay", str(p), "--backend", "rtl", "--smem-bytes", "1000"]) == 2
+    assert "smem_bytes must be a multiple of banks * bank_bytes = 128, not 1000" in capsys.readouterr().err

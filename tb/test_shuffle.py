@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The load shuffle against the layout tables in simulation: every load form's beats at the
 ring's start, and a form of each beat span at every aligned place of an instruction in the
 row-buffer ring (the formal spec proves all forms for all data; this is the quick check)."""

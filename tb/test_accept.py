@@ -1,0 +1,83 @@
+"""AcceptStage alone (Amaranth's simulator): the error each refused instruction gets, the
+passes a two-pass wmma.load gives, and the stmatrix overlap verdict.
+
+Expected values: the model's refusals (tensorlsu.sim.model raises ModelError for exactly these
+inputs; the unit's codes are named in hdl/records.py), and the pass counts of the form tables."""
+
+import pytest
+from amaranth.sim import Simulator
+
+from tensorlsu.hdl import forms
+from tensorlsu.hdl.accept import AcceptStage
+from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.records import Error
+from tensorlsu.sim import ptx
+
+SMEM = 16 * 1024
+
+
+def _fid(text):
+    return forms.form_id(ptx.parse(text, "sm_90a"))
+
+
+def run_one(form, addr, stride=0):
+    """Accept one instruction and collect its passes: [(err, ovl, lastpass?)]."""
+    dut = AcceptStage(Params(smem_bytes=SMEM))
+    out = []
+
+    async def bench(ctx):
+        ctx.set(dut.instr.payload.form, form)
+        for i in range(32):
+            ctx.set(dut.instr.payload.addr[i], addr[i] if isinstance(addr, list) else addr)
+        ctx.set(dut.instr.payload.stride, stride)
+        ctx.set(dut.instr.valid, 1)
+        ctx.set(dut.passes.ready, 1)
+        await ctx.tick()
+        ctx.set(dut.instr.valid, 0)
+        for _ in range(6):
+            if ctx.get(dut.passes.valid):
+                out.append((ctx.get(dut.passes.payload.err), ctx.get(dut.passes.payload.ovl)))
+            await ctx.tick()
+        assert not ctx.get(dut.busy)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+ROWS = [16 * t for t in range(32)]
+LD4 = "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
+ST4 = "stmatrix.sync.aligned.m8n8.x4.shared.b16"
+WMMA_A = "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16"
+WMMA_C64 = "wmma.load.c.sync.aligned.row.m16n16k16.shared.f32"
+
+
+@pytest.mark.parametrize("text,addr,stride,expect", [
+    (LD4, ROWS, 0, [(Error.NONE, 0)]),
+    (LD4, ROWS[:5] + [ROWS[5] + 4] + ROWS[6:], 0, [(Error.MISALIGNED, 0)]),
+    (LD4, ROWS[:31] + [SMEM], 0, [(Error.OUT_OF_RANGE, 0)]),
+    (LD4, ROWS[:31] + [SMEM - 16], 0, [(Error.NONE, 0)]),
+    (ST4, ROWS, 0, [(Error.NONE, 0)]),
+    (ST4, ROWS[:20] + [ROWS[3]] + ROWS[21:], 0, [(Error.NONE, 1)]),       # rows 3 and 20: distance 17
+    (WMMA_A, 0, 16, [(Error.NONE, 0)]),
+    (WMMA_A, 16, 16, [(Error.MISALIGNED, 0)]),                              # not 32-byte aligned
+    (WMMA_A, 0, 15, [(Error.STRIDE, 0)]),                                   # below the leading dimension
+    (WMMA_A, 0, 20, [(Error.STRIDE, 0)]),                                   # not a multiple of 16 bytes
+    (WMMA_A, SMEM - 256, 16, [(Error.OUT_OF_RANGE, 0)]),                   # 16 lines of 32 bytes
+    (WMMA_A, SMEM - 512, 16, [(Error.NONE, 0)]),
+    (WMMA_C64, 0, 16, [(Error.NONE, 0), (Error.NONE, 0)]),                 # 64 chunks: two passes
+])
+def test_checks_and_passes(text, addr, stride, expect):
+    assert run_one(_fid(text), addr, stride) == expect
+
+
+def test_unknown_form_is_refused():
+    assert run_one(len(forms.FORMS), ROWS) == [(Error.UNSUPPORTED, 0)]
+
+
+def test_two_pass_forms_match_the_tables():
+    """Every wmma form with more than 32 chunks is the one the tables split in two."""
+    two = [f for f in range(len(forms.FORMS)) if len(forms.info(f).passes) == 2]
+    assert _fid(WMMA_C64) in two
