@@ -206,7 +206,7 @@ def error_code(message: str) -> Error:
     raise ValueError(f"no error code for {message!r}")
 
 
-def compare(results, expect, final_mem) -> tuple[dict, list[str]]:
+def compare(results, expect, final_mem, policy: str = "h200") -> tuple[dict, list[str]]:
     dump = bytes.fromhex(results[-1].get("dump", ""))
     results = flatten(results)
     table = collections.OrderedDict()
@@ -224,9 +224,18 @@ def compare(results, expect, final_mem) -> tuple[dict, list[str]]:
         else:
             if "regs" in exp:
                 got = np.array(res["beats"], dtype=np.uint64).T
-                if got.shape != exp["regs"].shape or (got != exp["regs"]).any():
+                if got.shape != exp["regs"].shape:
                     ok = False
-                    fails.append(f"job {k} {exp['form']}: registers differ from the model")
+                    fails.append(f"job {k} {exp['form']}: {got.shape[1]} result beats, the model has "
+                                 f"{exp['regs'].shape[1]} registers")
+                elif (got != exp["regs"]).any():
+                    ok = False
+                    t, r = (int(x) for x in np.argwhere(got != exp["regs"])[np.argsort(
+                        np.argwhere(got != exp["regs"])[:, 1], kind="stable")][0])
+                    fails.append(f"job {k} {exp['form']} ({policy}): register {r} (result beat {r}) "
+                                 f"differs first at thread {t}: 0x{int(got[t, r]):08x}, model "
+                                 f"0x{int(exp['regs'][t, r]):08x}; accepted in cycle {res.get('accepted')}, "
+                                 f"last beat in cycle {res.get('done')}")
             if res["cycles"] != exp["cycles"]:
                 ok = False
                 fails.append(f"job {k} {exp['form']}: {res['cycles']} bank cycles, model {exp['cycles']}")
@@ -253,7 +262,7 @@ def main(argv=None) -> int:
     results, sim_s = run_jobs(jobs, sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
                               seed=args.seed, idle=args.idle, backpressure=args.backpressure,
                               waves=args.waves)
-    table, fails = compare(results, expect, final)
+    table, fails = compare(results, expect, final, args.policy)
     from tensorlsu.sim.trace import format_table
     print(format_table(table, "RTL regression form"))
     for f in fails[:20]:

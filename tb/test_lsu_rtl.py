@@ -152,3 +152,17 @@ def test_every_pair_of_overlapping_stmatrix_rows_is_refused():
     got = [r["error"] for b in results for r in b["burst"]]
     assert got == [e.value for e in expect]
     assert len(got) == 3 + 28 + 120 + 496
+
+
+def test_regression_names_the_first_mismatch():
+    """A wrong word is reported with its job, register, first thread, cycles and policy."""
+    regs = np.arange(64, dtype=np.uint64).reshape(32, 2)
+    got = regs.copy()
+    got[7, 1] ^= 1
+    got[9, 0] ^= 1              # register 0 differs first (at thread 9), before register 1
+    results = [{"beats": got.T.tolist(), "error": 0, "cycles": 2, "accepted": 10, "done": 14, "dump": ""}]
+    expect = [{"form": "ldmatrix.sync.aligned.m8n8.x2.shared.b16", "regs": regs, "cycles": 2}]
+    _, fails = regress.compare(results, expect, np.zeros(0, dtype=np.uint8), "packed")
+    assert fails == ["job 0 ldmatrix.sync.aligned.m8n8.x2.shared.b16 (packed): register 0 (result beat 0) "
+                     "differs first at thread 9: 0x00000013, model 0x00000012; accepted in cycle 10, "
+                     "last beat in cycle 14"]
