@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """PassQueue alone (Amaranth's simulator): passes leave in order, none lost or duplicated, the
 overlap verdict becomes the OVERLAP error, and a full queue refuses a push.
 
