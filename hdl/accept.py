@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 

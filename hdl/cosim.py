@@ -208,18 +208,25 @@ class RtlBackend:
     @staticmethod
     def smem_bytes_for(records) -> int:
         """The smallest shared memory the unit can be built with (whole lines, at least the
-        default 16 KiB) that holds every record's image and the rows it addresses."""
-        from tensorlsu.sim.model import WMMA_ADDR_ALIGN
-        from .params import MAX_SMEM_BYTES
-        line, need = 128, 16 * 1024
+        default size) that holds every record's image, the rows it addresses and a wmma.load's
+        matrix; at most the largest the unit has (records beyond it are refused, by name)."""
+        from tensorlsu.sim.layouts import wmma_lines
+        from tensorlsu.sim.model import wmma_default_stride
+        from tensorlsu.sim.ptx import WMMA_BITS
+        from .params import MAX_SMEM_BYTES, ROW_BYTES, Params
+        default = Params()
+        need = default.smem_bytes
         for rec in records:
-            r = rec.raw
+            r, ins = rec.raw, rec.ins
             need = max(need, len(r.get("smem", "")) // 2)
             a = r.get("addr")
             if isinstance(a, list):
-                need = max(need, max(a) + 16)
-            elif isinstance(a, int) and rec.space == "shared":
-                need = max(need, a + WMMA_ADDR_ALIGN)
+                need = max(need, max(a) + ROW_BYTES)
+            elif isinstance(a, int) and ins.op == "wmma.load" and rec.space == "shared":
+                lines, line_bytes = wmma_lines(ins)
+                stride = r.get("stride", ins.stride if isinstance(ins.stride, int) else wmma_default_stride(ins))
+                need = max(need, a + (lines - 1) * stride * WMMA_BITS[ins.type] // 8 + line_bytes)
+        line = default.line_bytes
         return min(MAX_SMEM_BYTES, -(-need // line) * line)
 
     def job(self, rec) -> dict:

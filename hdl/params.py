@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from tensorlsu.sim.model import GROUP_ROWS
+from tensorlsu.sim.model import GROUP_ROWS, SMEM_BYTES
 
 __all__ = ["Params", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "GROUP_ROWS"]
 
@@ -27,7 +27,7 @@ class Policy(str, enum.Enum):
 #: The policies' names, as the command lines take them.
 POLICIES = tuple(p.value for p in Policy)
 #: Largest shared memory per SM of the architectures the forms come from (228 KiB).
-MAX_SMEM_BYTES = 228 * 1024
+MAX_SMEM_BYTES = SMEM_BYTES
 #: Bytes of one matrix row: every ldmatrix / stmatrix row is 16 bytes.
 ROW_BYTES = 16
 
@@ -131,7 +131,7 @@ class Params:
     @property
     def row_bits(self) -> int:
         """Width of a row index within shared memory (quad and line of a 16-byte row)."""
-        return max(1, (self.quads - 1).bit_length()) + self.line_bits
+        return self.quad_bits + self.line_bits
 
     @property
     def quad_bits(self) -> int:

@@ -25,6 +25,9 @@ TMEM_LANES = 128
 TMEM_COLS = 512
 #: Lanes of Tensor Memory one warp of a warpgroup may access.
 TMEM_QUADRANT = 32
+#: Shared memory per SM of sm_90 and sm_100 (228 KiB), the largest of the targets the forms
+#: come from: the unit's largest size, and what a trace record without an image has.
+SMEM_BYTES = 228 * 1024
 #: Scheduling policies of :func:`wavefronts`.
 POLICIES = ("h200", "packed")
 #: wmma matrices must start on a 256-bit boundary; strides must be a multiple of 16 bytes.

@@ -22,10 +22,9 @@ __all__ = ["TraceError", "Record", "read", "load", "ModelBackend", "Outcome", "r
 
 _EXPECT_KEYS = {"regs", "redval", "smem", "wavefronts", "error"}
 
-#: Shared memory of a record without ``smem``: all zero, 228 KiB (the shared memory per SM of
-#: sm_90 and sm_100, the largest of the targets the forms come from), unless the replay gives
-#: another size (``--smem-bytes``).
-SMEM_BYTES = 228 * 1024
+#: Shared memory of a record without ``smem``: all zero, of this size unless the replay gives
+#: another (``--smem-bytes``).
+SMEM_BYTES = model.SMEM_BYTES
 
 
 def shared_image(raw: dict, size: int) -> np.ndarray:

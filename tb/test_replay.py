@@ -124,6 +124,16 @@ def test_rtl_memory_size_holds_the_trace(tmp_path):
     assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, recs))) == 200 * 1024 + 512
     recs.append({"instr": ld, "addr": [0] * 32, "smem": "00" * (20 * 1024 + 1)})
     assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, recs[:1] + recs[2:]))) == 20 * 1024 + 128
+    # a 16 x 16 .f16 matrix at 20 KiB, 16 lines of 32 bytes 32 bytes apart (the leading
+    # dimension): it ends at 20 KiB + 15 * 32 + 32 = 20,992 bytes, 164 whole lines
+    wmma = {"instr": "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16", "addr": 20 * 1024}
+    assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, [wmma]))) == 20992
+    # with a stride of 64 elements (128 bytes) it ends at 20 KiB + 15 * 128 + 32
+    assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, [dict(wmma, stride=64)]))) == \
+        -(-(20 * 1024 + 15 * 128 + 32) // 128) * 128
+    # rows past the largest unit: the largest unit (228 KiB), whose checks refuse them by name
+    far = {"instr": ld, "addr": [300 * 1024] * 32}
+    assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, [far]))) == 228 * 1024
 
 
 def test_replay_rejects_a_memory_the_unit_cannot_have(tmp_path, capsys):
