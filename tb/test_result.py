@@ -1,0 +1,156 @@
+"""ResultStage alone (Amaranth's simulator): a load's beats leave once their rows land and carry
+the model's registers; a refused instruction gives all its beats with the error; a store gives
+one completion beat once written, with its bank cycles.
+
+Expected values: the model (tensorlsu.sim.model.ldmatrix, pinned by the H200 vectors) for the
+registers; the result port's contract (docs, hdl/lsu.py) for beats, errors and cycles."""
+
+import numpy as np
+from amaranth.sim import Simulator
+
+from tensorlsu.hdl import forms
+from tensorlsu.hdl.decode import form_constants
+from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.records import Error
+from tensorlsu.hdl.result import ResultStage
+from tensorlsu.sim import model, ptx
+
+P = Params()
+
+
+def _form(text):
+    ins = ptx.parse(text, "sm_90a")
+    return ins, forms.form_id(ins)
+
+
+def _take(ctx, dut, fid, err=Error.NONE, tail=0, start=0):
+    tk = dut.take
+    for k, v in form_constants(P, forms.info(fid))[0].items():
+        ctx.set(getattr(tk.pass_.consts, k), v)
+    ctx.set(tk.pass_.form, fid)
+    ctx.set(tk.pass_.err, err)
+    ctx.set(tk.tail, tail)
+    ctx.set(tk.start, start)
+    ctx.set(tk.take, 1)
+    ctx.set(tk.ok, err == Error.NONE)
+
+
+async def _stop_take(ctx, dut):
+    await ctx.tick()
+    ctx.set(dut.take.take, 0)
+    ctx.set(dut.take.ok, 0)
+
+
+async def _beats(ctx, dut, limit=20):
+    """Take result beats until the last: [(cycle, data, error, cycles)]."""
+    out = []
+    ctx.set(dut.result.ready, 1)
+    for cycle in range(limit):
+        if ctx.get(dut.result.valid):
+            p = dut.result.payload
+            data = [ctx.get(p.data[t]) for t in range(32)]
+            out.append((cycle, data, ctx.get(p.error), ctx.get(p.cycles)))
+            if ctx.get(p.last):
+                await ctx.tick()
+                return out
+        await ctx.tick()
+    raise AssertionError(f"no last beat in {limit} cycles: {out}")
+
+
+def _run(bench):
+    dut = ResultStage(P)
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    async def testbench(ctx):
+        await bench(ctx, dut)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+def test_load_beat_waits_for_its_rows_and_carries_the_model_registers():
+    ins, fid = _form("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16")
+    rng = np.random.default_rng(1)
+    smem = rng.integers(0, 256, 8 * 16, dtype=np.uint8)
+    addr = [16 * (t % 8) for t in range(32)]
+    expect = model.ldmatrix(ins, smem, addr)             # (32, 1)
+    got = {}
+
+    async def bench(ctx, dut):
+        _take(ctx, dut, fid, start=2)                    # its slots start at ring block 2
+        await _stop_take(ctx, dut)
+        pr = dut.progress
+        ctx.set(pr.count, 1)                             # the banks work for it for 2 cycles
+        for _ in range(2):
+            assert not ctx.get(dut.result.valid)
+            await ctx.tick()
+        ctx.set(pr.count, 0)
+        assert not ctx.get(dut.result.valid)
+        ctx.set(pr.land.slots, 0xFF)
+        ctx.set(pr.land.first, 2)
+        for j in range(8):
+            ctx.set(pr.land_rows[j], int.from_bytes(smem[16 * j:16 * j + 16].tobytes(), "little"))
+        await ctx.tick()
+        ctx.set(pr.land.slots, 0)
+        got["beats"] = await _beats(ctx, dut)
+
+    _run(bench)
+    (cycle, data, err, cycles), = got["beats"]
+    assert (cycle, err, cycles) == (0, Error.NONE, 2)
+    assert data == [int(x) for x in expect[:, 0]]
+
+
+def test_refused_load_gives_every_beat_with_the_error():
+    _, fid = _form("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
+    got = {}
+
+    async def bench(ctx, dut):
+        _take(ctx, dut, fid, err=Error.MISALIGNED)
+        await _stop_take(ctx, dut)
+        got["beats"] = await _beats(ctx, dut)
+        assert ctx.get(dut.valid) == 0                   # the entry is free again
+
+    _run(bench)
+    assert [(c, e, n) for c, _, e, n in got["beats"]] == [(k, Error.MISALIGNED, 0) for k in range(4)]
+    assert all(d == [0] * 32 for _, d, _, _ in got["beats"])
+
+
+def test_store_completes_once_written_with_its_bank_cycles():
+    _, fid = _form("stmatrix.sync.aligned.m8n8.x2.shared.b16")
+    got = {}
+
+    async def bench(ctx, dut):
+        _take(ctx, dut, fid, tail=0)
+        await _stop_take(ctx, dut)
+        ctx.set(dut.progress.count, 1)
+        for _ in range(3):
+            assert not ctx.get(dut.result.valid)
+            await ctx.tick()
+        ctx.set(dut.progress.count, 0)
+        ctx.set(dut.progress.stored, 1)
+        await ctx.tick()
+        ctx.set(dut.progress.stored, 0)
+        got["beats"] = await _beats(ctx, dut)
+
+    _run(bench)
+    assert [(c, e, n) for c, _, e, n in got["beats"]] == [(0, Error.NONE, 3)]
+
+
+def test_entries_leave_in_order():
+    """Two refused instructions taken back to back: the first one's beats all come first."""
+    _, x2 = _form("ldmatrix.sync.aligned.m8n8.x2.shared.b16")
+    _, x1 = _form("ldmatrix.sync.aligned.m8n8.x1.shared.b16")
+    got = {}
+
+    async def bench(ctx, dut):
+        _take(ctx, dut, x2, err=Error.OUT_OF_RANGE, tail=0)
+        assert ctx.get(dut.tail) == 0 and ctx.get(dut.free)
+        await ctx.tick()
+        _take(ctx, dut, x1, err=Error.MISALIGNED, tail=1)
+        assert ctx.get(dut.tail) == 1
+        await _stop_take(ctx, dut)
+        got["first"] = await _beats(ctx, dut)
+        got["second"] = await _beats(ctx, dut)
+
+    _run(bench)
+    assert [e for _, _, e, _ in got["first"]] == [Error.OUT_OF_RANGE] * 2
+    assert [e for _, _, e, _ in got["second"]] == [Error.MISALIGNED]

@@ -1,0 +1,170 @@
+"""BankStage with the banks (Amaranth's simulator): a load's rows land, each in its slot, in
+the bank cycles the H200 rule (or the packer's bound) gives; a store writes the model's image.
+
+Expected values: the model (tensorlsu.sim.model: wavefronts, stmatrix; pinned by the H200
+vectors) and the shared-memory image itself for the landed rows."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth import Elaboratable, Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from tensorlsu.hdl import forms
+from tensorlsu.hdl.banks import SharedBanks
+from tensorlsu.hdl.decode import form_constants
+from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.serve import BankStage
+from tensorlsu.sim import model, ptx
+
+SMEM = 4096
+
+
+class _Rig(Elaboratable):
+    def __init__(self, p):
+        self.bank, self.banks = BankStage(p), SharedBanks(p)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.bank, m.submodules.banks = self.bank, self.banks
+        wiring.connect(m, self.bank.banks, self.banks.port)
+        return m
+
+
+def _addresses(kind, rng):
+    if kind == "free":
+        return [16 * t for t in range(32)]
+    if kind == "4-way":
+        return [64 * t for t in range(32)]
+    pool = [16 * r for r in rng.sample(range(SMEM // 16), 8)]
+    return [rng.choice(pool) for _ in range(32)]
+
+
+def _bank_cycles(ins, addr, policy):
+    """h200: the model's wavefronts. packed: the busiest quad's distinct rows over the whole
+    instruction, the banks' share of the model's bound (the result stage adds its floor of one
+    cycle per register beat)."""
+    if policy == "h200":
+        return model.wavefronts(ins, addr, policy)
+    rows = {a // 16 for a in addr[:8 * ins.num]}
+    return max(sum(1 for r in rows if r % 8 == q) for q in range(8))
+
+
+def _run(p, bench):
+    rig = _Rig(p)
+    sim = Simulator(rig)
+    sim.add_clock(1e-6)
+
+    async def testbench(ctx):
+        await bench(ctx, rig.bank, rig.banks)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+async def _fill(ctx, banks, p, smem):
+    ctx.set(banks.quiet, 1)
+    for line in range(p.lines):
+        ctx.set(banks.fill.payload.line, line)
+        ctx.set(banks.fill.payload.data, int.from_bytes(smem[line * 128:(line + 1) * 128].tobytes(), "little"))
+        ctx.set(banks.fill.valid, 1)
+        await ctx.tick()
+    ctx.set(banks.fill.valid, 0)
+    ctx.set(banks.quiet, 0)
+
+
+def _take(ctx, bank, fid, addr, p):
+    tk = bank.take
+    for k, v in form_constants(p, forms.info(fid))[0].items():
+        ctx.set(getattr(tk.pass_.consts, k), v)
+    ctx.set(tk.pass_.form, fid)
+    for i, a in enumerate(addr):
+        ctx.set(tk.pass_.addr[i], a)
+    ctx.set(tk.take, 1)
+    ctx.set(tk.ok, 1)
+
+
+@pytest.mark.parametrize("policy", ["h200", "packed"])
+@pytest.mark.parametrize("kind", ["free", "4-way", "pool"])
+def test_load_rows_land_in_their_slots_in_the_model_cycles(policy, kind):
+    p = Params(smem_bytes=SMEM, schedule=policy)
+    ins = ptx.parse("ldmatrix.sync.aligned.m8n8.x4.shared.b16", "sm_90a")
+    fid = forms.form_id(ins)
+    rng = random.Random(kind)
+    smem = np.random.default_rng(5).integers(0, 256, SMEM, dtype=np.uint8)
+    addr = _addresses(kind, rng)
+    landed, got = {}, {}
+
+    async def bench(ctx, bank, banks):
+        await _fill(ctx, banks, p, smem)
+        _take(ctx, bank, fid, addr, p)
+        await ctx.tick()
+        ctx.set(bank.take.take, 0)
+        ctx.set(bank.take.ok, 0)
+        cycles = 0
+        for _ in range(40):
+            cycles += ctx.get(bank.progress.count)
+            land = bank.progress.land
+            for j in range(p.window):
+                if ctx.get(land.slots) >> j & 1:
+                    slot = p.window * ctx.get(land.win) + j
+                    assert slot not in landed, f"slot {slot} landed twice"
+                    landed[slot] = ctx.get(bank.progress.land_rows[j])
+            await ctx.tick()
+        got["cycles"] = cycles
+        assert not ctx.get(bank.busy)
+
+    _run(p, bench)
+    assert got["cycles"] == _bank_cycles(ins, addr, policy)
+    assert sorted(landed) == list(range(32))
+    for s, row in landed.items():
+        assert row == int.from_bytes(smem[addr[s]:addr[s] + 16].tobytes(), "little"), s
+
+
+@pytest.mark.parametrize("policy", ["h200", "packed"])
+def test_store_writes_the_model_image(policy):
+    p = Params(smem_bytes=SMEM, schedule=policy)
+    ins = ptx.parse("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "sm_90a")
+    fid = forms.form_id(ins)
+    rng = random.Random(7)
+    addr = [16 * r for r in rng.sample(range(SMEM // 16), 16)] + [0] * 16
+    regs = np.random.default_rng(8).integers(0, 1 << 32, (32, ins.nregs), dtype=np.uint64)
+    smem = np.random.default_rng(9).integers(0, 256, SMEM, dtype=np.uint8)
+    got = {}
+
+    async def bench(ctx, bank, banks):
+        await _fill(ctx, banks, p, smem)
+        _take(ctx, bank, fid, addr, p)
+        await ctx.tick()
+        ctx.set(bank.take.take, 0)
+        ctx.set(bank.take.ok, 0)
+        beat, cycles, stored = 0, 0, False
+        for _ in range(40):
+            if beat < ins.nregs:
+                ctx.set(bank.store.valid, 1)
+                for t in range(32):
+                    ctx.set(bank.store.payload[t], int(regs[t, beat]))
+            cycles += ctx.get(bank.progress.count)
+            stored |= bool(ctx.get(bank.progress.stored))
+            if ctx.get(bank.store.valid) and ctx.get(bank.store.ready):
+                beat += 1
+            await ctx.tick()
+            ctx.set(bank.store.valid, 0)
+        got["cycles"], got["stored"] = cycles, stored
+        ctx.set(banks.quiet, 1)
+        ctx.set(banks.dump.ready, 1)
+        image = bytearray()
+        for line in range(p.lines):
+            ctx.set(banks.dump_req.payload, line)
+            ctx.set(banks.dump_req.valid, 1)
+            await ctx.tick()
+            ctx.set(banks.dump_req.valid, 0)
+            image += ctx.get(banks.dump.payload).to_bytes(128, "little")
+            await ctx.tick()
+        got["image"] = bytes(image)
+
+    _run(p, bench)
+    assert got["stored"]
+    assert got["cycles"] == _bank_cycles(ins, addr, policy)
+    assert got["image"] == model.stmatrix(ins, smem, addr, regs).tobytes()
