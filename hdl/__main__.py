@@ -1,23 +1,27 @@
-"""``python -m tensorlsu.hdl --emit-verilog OUT.v [--policy h200|packed] [--smem-bytes N]``"""
+"""``python -m tensorlsu.hdl --emit-verilog OUT.v [--policy h200|packed] [--smem-bytes N]``
+
+Writes the unit as one Verilog file and, beside it, ``OUT.vh``: its form ids, port payload
+fields, error codes and build parameters (docs/ports.md)."""
 
 import argparse
 import sys
+from pathlib import Path
 
 from .emit import verilog_text
-from .lsu import LoadStoreUnit
+from .header import header_text
+from .lsu import TOP, LoadStoreUnit
 from .params import POLICIES, Params
-
-from .lsu import TOP
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tensorlsu.hdl", description=__doc__)
     ap.add_argument("--emit-verilog", metavar="OUT.v", required=True,
-                    help=f"write the unit as one Verilog file (top module {TOP})")
-    ap.add_argument("--policy", choices=POLICIES, default="h200")
-    ap.add_argument("--smem-bytes", type=int, default=16 * 1024)
-    ap.add_argument("--banks", type=int, default=32)
-    ap.add_argument("--bank-bytes", type=int, default=4)
+                    help=f"write the unit as one Verilog file (top module {TOP}) and its header OUT.vh")
+    defaults = Params()
+    ap.add_argument("--policy", choices=POLICIES, default=defaults.schedule.value)
+    ap.add_argument("--smem-bytes", type=int, default=defaults.smem_bytes)
+    ap.add_argument("--banks", type=int, default=defaults.banks)
+    ap.add_argument("--bank-bytes", type=int, default=defaults.bank_bytes)
     args = ap.parse_args(argv)
     try:
         p = Params(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
@@ -26,9 +30,9 @@ def main(argv=None) -> int:
         print(f"python -m tensorlsu.hdl: {e}", file=sys.stderr)
         return 2
     dut = LoadStoreUnit(p)
-    text = verilog_text(dut, TOP)
-    with open(args.emit_verilog, "w") as f:
-        f.write(text)
+    out = Path(args.emit_verilog)
+    out.write_text(verilog_text(dut, TOP))
+    out.with_suffix(".vh").write_text(header_text(dut, TOP))
     return 0
 
 

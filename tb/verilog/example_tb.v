@@ -1,0 +1,190 @@
+// Example: the emitted unit driven from plain Verilog, no Python at run time.
+//
+//   python -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v      (also writes the .vh)
+//   iverilog -g2012 -I build -o build/example_tb build/tensorlsu_lsu.v tb/verilog/example_tb.v
+//   vvp build/example_tb                                               (prints PASS or FAIL)
+//
+// It fills shared memory through the fill port (each 16-bit element holds its own halfword
+// address, a / 2), runs an ldmatrix .m8n8.x4.trans.b16 and an stmatrix .m8n8.x2.b16, reads the
+// stored rows back with an ldmatrix .m8n8.x2.b16 and dumps one line.
+//
+// Where the expected values come from: the PTX text's ldmatrix / stmatrix fragment layout of
+// .m8n8 .b16 -- thread t holds, of each matrix, row t/4, elements 2(t mod 4) and 2(t mod 4)+1
+// (the lower one in the low half of the register); .trans loads the transposed matrix, so
+// thread t holds rows 2(t mod 4) and 2(t mod 4)+1 of column t/4. The H200 vectors in tb/data
+// confirm the layout. Bank cycles: the H200 rule (docs/ARCHITECTURE.md) -- per matrix, the most
+// distinct 16-byte rows in one bank quad (row address / 16 mod 8).
+`timescale 1ns/1ps
+`include "tensorlsu_lsu.vh"
+
+module example_tb;
+    reg clk = 0, rst = 1;
+    always #5 clk = ~clk;
+
+    reg  [`TENSORLSU_INSTR_WIDTH-1:0]  instr_payload = 0;
+    reg                                instr_valid = 0;
+    wire                               instr_ready;
+    reg  [`TENSORLSU_STORE_WIDTH-1:0]  store_payload = 0;
+    reg                                store_valid = 0;
+    wire                               store_ready;
+    wire [`TENSORLSU_RESULT_WIDTH-1:0] result_payload;
+    wire                               result_valid;
+    reg                                result_ready = 0;
+    reg  [`TENSORLSU_FILL_WIDTH-1:0]   fill_payload = 0;
+    reg                                fill_valid = 0;
+    wire                               fill_ready;
+    reg  [`TENSORLSU_DUMP_REQ_WIDTH-1:0] dump_req_payload = 0;
+    reg                                dump_req_valid = 0;
+    wire                               dump_req_ready;
+    wire [`TENSORLSU_DUMP_WIDTH-1:0]   dump_payload;
+    wire                               dump_valid;
+    reg                                dump_ready = 0;
+
+    tensorlsu_lsu dut (
+        .clk(clk), .rst(rst),
+        .instr__payload(instr_payload), .instr__valid(instr_valid), .instr__ready(instr_ready),
+        .store__payload(store_payload), .store__valid(store_valid), .store__ready(store_ready),
+        .result__payload(result_payload), .result__valid(result_valid), .result__ready(result_ready),
+        .fill__payload(fill_payload), .fill__valid(fill_valid), .fill__ready(fill_ready),
+        .dump_req__payload(dump_req_payload), .dump_req__valid(dump_req_valid),
+        .dump_req__ready(dump_req_ready),
+        .dump__payload(dump_payload), .dump__valid(dump_valid), .dump__ready(dump_ready));
+
+    integer errors = 0;
+    integer t, r, j, line;
+    reg [31:0] want;
+    reg [15:0] half;
+
+    // Each handshake: drive after a falling edge, done at the first rising edge with ready.
+    task put_instr(input [6:0] form, input [31:0] base, input [31:0] step);
+        begin
+            @(negedge clk);
+            instr_payload = 0;
+            instr_payload[`TENSORLSU_INSTR_FORM_OFFSET +: `TENSORLSU_INSTR_FORM_WIDTH] = form;
+            for (t = 0; t < 32; t = t + 1)
+                instr_payload[`TENSORLSU_INSTR_ADDR_OFFSET + t * 32 +: 32] = base + step * t;
+            instr_valid = 1;
+            @(posedge clk);
+            while (!instr_ready) @(posedge clk);
+            @(negedge clk) instr_valid = 0;
+        end
+    endtask
+
+    // stmatrix source register r of thread t: two elements 0x1000 (r + 1) + 2t and + 1
+    task put_store(input integer reg_index);
+        begin
+            @(negedge clk);
+            for (t = 0; t < 32; t = t + 1)
+                store_payload[t * 32 +: 32] = {16'(16'h1000 * (reg_index + 1) + 2 * t + 1),
+                                               16'(16'h1000 * (reg_index + 1) + 2 * t)};
+            store_valid = 1;
+            @(posedge clk);
+            while (!store_ready) @(posedge clk);
+            @(negedge clk) store_valid = 0;
+        end
+    endtask
+
+    // a result beat's fields, as taken (held by the unit until ready)
+    reg [`TENSORLSU_RESULT_WIDTH-1:0] beat;
+    task take_beat;
+        begin
+            @(negedge clk) result_ready = 1;
+            @(posedge clk);
+            while (!result_valid) @(posedge clk);
+            beat = result_payload;
+            @(negedge clk) result_ready = 0;
+        end
+    endtask
+
+    task check(input [255:0] what, input [31:0] w, input [31:0] g);
+        if (w !== g) begin
+            errors = errors + 1;
+            $display("FAIL %0s: expected %h, got %h", what, w, g);
+        end
+    endtask
+
+    initial begin
+        repeat (2) @(posedge clk);
+        @(negedge clk) rst = 0;
+
+        // fill: the 16-bit element at byte address a holds a / 2
+        for (line = 0; line < `TENSORLSU_LINES; line = line + 1) begin
+            @(negedge clk);
+            fill_payload[`TENSORLSU_FILL_LINE_OFFSET +: `TENSORLSU_FILL_LINE_WIDTH] = line;
+            for (j = 0; j < `TENSORLSU_LINE_BYTES / 2; j = j + 1)
+                fill_payload[`TENSORLSU_FILL_DATA_OFFSET + 16 * j +: 16] = line * (`TENSORLSU_LINE_BYTES / 2) + j;
+            fill_valid = 1;
+            @(posedge clk);
+            while (!fill_ready) @(posedge clk);
+        end
+        @(negedge clk) fill_valid = 0;
+
+        // ldmatrix .x4 .trans: thread i gives row address 16 i (matrix i / 8, row i mod 8);
+        // element (m, row k, column j) holds 8 (8m + k) + j
+        put_instr(`TENSORLSU_FORM_LDMATRIX_M8N8_X4_TRANS_B16, 0, 16);
+        for (r = 0; r < 4; r = r + 1) begin
+            take_beat;
+            check("ldmatrix.x4.trans error", `TENSORLSU_ERROR_NONE,
+                  beat[`TENSORLSU_RESULT_ERROR_OFFSET +: `TENSORLSU_RESULT_ERROR_WIDTH]);
+            check("ldmatrix.x4.trans last", r == 3, beat[`TENSORLSU_RESULT_LAST_OFFSET]);
+            for (t = 0; t < 32; t = t + 1) begin
+                want = {16'(8 * (8 * r + 2 * (t % 4) + 1) + t / 4), 16'(8 * (8 * r + 2 * (t % 4)) + t / 4)};
+                check("ldmatrix.x4.trans register", want, beat[`TENSORLSU_RESULT_DATA_OFFSET + 32 * t +: 32]);
+            end
+        end
+        // rows 0..31: each matrix has one row in each of the 8 quads -> 1 cycle a matrix
+        check("ldmatrix.x4.trans cycles", 4, beat[`TENSORLSU_RESULT_CYCLES_OFFSET +: `TENSORLSU_RESULT_CYCLES_WIDTH]);
+
+        // stmatrix .x2 to every other row from 0x800: thread i's row 0x800 + 32 i; matrix r row
+        // k then holds 0x1000 (r + 1) + 8k + j in element j
+        put_instr(`TENSORLSU_FORM_STMATRIX_M8N8_X2_B16, 32'h800, 32);
+        put_store(0);
+        put_store(1);
+        take_beat;
+        check("stmatrix.x2 error", `TENSORLSU_ERROR_NONE,
+              beat[`TENSORLSU_RESULT_ERROR_OFFSET +: `TENSORLSU_RESULT_ERROR_WIDTH]);
+        check("stmatrix.x2 last", 1, beat[`TENSORLSU_RESULT_LAST_OFFSET]);
+        // rows 0x80 + 2i: quads 0, 2, 4, 6 twice per matrix -> 2 cycles a matrix
+        check("stmatrix.x2 cycles", 4, beat[`TENSORLSU_RESULT_CYCLES_OFFSET +: `TENSORLSU_RESULT_CYCLES_WIDTH]);
+
+        // read them back: ldmatrix .x2 of the same rows gives the stored registers
+        put_instr(`TENSORLSU_FORM_LDMATRIX_M8N8_X2_B16, 32'h800, 32);
+        for (r = 0; r < 2; r = r + 1) begin
+            take_beat;
+            for (t = 0; t < 32; t = t + 1) begin
+                want = {16'(16'h1000 * (r + 1) + 2 * t + 1), 16'(16'h1000 * (r + 1) + 2 * t)};
+                check("ldmatrix.x2 after stmatrix", want, beat[`TENSORLSU_RESULT_DATA_OFFSET + 32 * t +: 32]);
+            end
+        end
+
+        // dump line 16 (0x800): 16-byte rows 0, 2, 4, 6 were stored (matrix 0 rows 0..3), the
+        // odd ones keep the fill (a / 2)
+        @(negedge clk);
+        dump_req_payload = 16;
+        dump_req_valid = 1;
+        @(posedge clk);
+        while (!dump_req_ready) @(posedge clk);
+        @(negedge clk) begin dump_req_valid = 0; dump_ready = 1; end
+        @(posedge clk);
+        while (!dump_valid) @(posedge clk);
+        for (j = 0; j < 64; j = j + 1) begin
+            half = dump_payload[16 * j +: 16];
+            if ((j / 8) % 2 == 0)
+                want = 16'h1000 + 8 * ((j / 8) / 2) + j % 8;
+            else
+                want = (32'h800 + 2 * j) / 2;
+            check("dumped element", want, {16'h0, half});
+        end
+        @(negedge clk) dump_ready = 0;
+
+        if (errors == 0) $display("PASS");
+        else $display("FAIL: %0d mismatches", errors);
+        $finish;
+    end
+
+    initial begin
+        #200000;
+        $display("FAIL: timeout");
+        $finish;
+    end
+endmodule
