@@ -48,11 +48,12 @@ class SchedulerContract(Elaboratable):
             g = d.grant[q]
             wants = Cat(*[d.eligible[i] & (d.quad[i] == q) for i in range(R)]).any()
             # A quad is accessed exactly when some eligible row lives in it.
-            m.d.comb += Assert(g.valid == wants)
+            m.d.comb += Assert(g.valid == wants, "a quad is accessed exactly when some eligible row lives in it")
             for i in range(R):
                 with m.If(g.valid & (g.row == i)):
                     # The chosen row is eligible, lives in this quad, and its line is the one read.
-                    m.d.comb += Assert(d.eligible[i] & (d.quad[i] == q) & (d.line[i] == g.line))
+                    m.d.comb += Assert(d.eligible[i] & (d.quad[i] == q) & (d.line[i] == g.line),
+                                       "the chosen row is eligible, lives in the quad, and its line is read")
         for i in range(R):
             chosen = Signal(name=f"chosen{i}")
             for q in range(Q):
@@ -60,14 +61,15 @@ class SchedulerContract(Elaboratable):
                     m.d.comb += chosen.eq(d.grant[q].valid & (d.grant[q].line == d.line[i]))
             # A row is served iff it is eligible and its quad reads its line: one distinct
             # address per quad per cycle, and every row with that address gets it (broadcast).
-            m.d.comb += Assert(d.served[i] == (d.eligible[i] & chosen))
+            m.d.comb += Assert(d.served[i] == (d.eligible[i] & chosen),
+                               "a row is served iff eligible and its quad reads its line (broadcast)")
         # Progress: some row is served whenever one is eligible.
-        m.d.comb += Assert((d.eligible == 0) | (d.served != 0))
+        m.d.comb += Assert((d.eligible == 0) | (d.served != 0), "some row is served whenever one is eligible")
         # Covers: a bank conflict (two lines wanted in one quad) and a broadcast (two rows, one line).
         conflict = Cat(*[d.eligible[i] & d.eligible[j] & (d.quad[i] == d.quad[j]) & (d.line[i] != d.line[j])
                          for i in range(2) for j in range(i + 1, 3)]).any()
         broadcast = Cat(*[d.served[i] & d.served[j] for i in range(2) for j in range(i + 1, 3)]).any()
-        m.d.comb += [Cover(conflict), Cover(broadcast)]
+        m.d.comb += [Cover(conflict, "a bank conflict"), Cover(broadcast, "a broadcast")]
         return m
 
 
@@ -117,10 +119,11 @@ class SchedulerCompletion(Elaboratable):
         m.d.comb += need.eq(best)
         with m.If(started):
             # A row is never served twice, and only if requested.
-            m.d.comb += Assert((d.served & ever) == 0)
-            m.d.comb += Assert((ever & ~want) == 0)
+            m.d.comb += Assert((d.served & ever) == 0, "a row is never served twice")
+            m.d.comb += Assert((ever & ~want) == 0, "only requested rows are served")
             # Done exactly when the busiest quad's distinct lines have all been read.
-            m.d.comb += Assert((pending == 0) == (cycles >= need))
+            m.d.comb += Assert((pending == 0) == (cycles >= need),
+                               "done exactly when the busiest quad's distinct lines are read")
         return m
 
 
@@ -175,9 +178,11 @@ class WriteSelect(Elaboratable):
                 # A quad writes exactly the row of the window it serves (one per quad: the
                 # rows are distinct).
                 with m.If(d.served[j] & (quads[j] == q)):
-                    m.d.comb += Assert(d.access[q] & (d.write[q] == j))
+                    m.d.comb += Assert(d.access[q] & (d.write[q] == j), "a quad writes the row it serves")
         # Cover: the last row of a window, written after others of its quad.
-        m.d.comb += Cover(d.served[R - 1] & (pending[:R - 1] == 0) & (Cat(*[quads[j] == quads[R - 1] for j in range(R - 1)]) != 0))
+        m.d.comb += Cover(d.served[R - 1] & (pending[:R - 1] == 0)
+                          & (Cat(*[quads[j] == quads[R - 1] for j in range(R - 1)]) != 0),
+                          "the last row of a window, after others of its quad")
         return m
 
 
@@ -195,10 +200,11 @@ class DecompressorSpec(Elaboratable):
             with m.If(d.fmt == code):
                 for j in range(16):
                     # Element j: bits w·j … w·j+w-1 of the row, zero-extended into byte j.
-                    m.d.comb += Assert(d.out.word_select(j, 8) == ((d.row >> (w * j)) & ((1 << w) - 1)))
+                    m.d.comb += Assert(d.out.word_select(j, 8) == ((d.row >> (w * j)) & ((1 << w) - 1)),
+                                       "element j, zero-extended into byte j")
         with m.If((d.fmt == 0) | (d.fmt == 3)):
             # Other codes pass the row through unchanged.
-            m.d.comb += Assert(d.out == d.row)
+            m.d.comb += Assert(d.out == d.row, "other codes pass the row through")
         return m
 
 
@@ -240,7 +246,8 @@ class ShuffleSpec(Elaboratable):
                         # Lane k//4 byte k%4 of the beat is byte `byte` of slot `row` (hdl/forms.py
                         # tables, from sim/layouts.py), which sits at ring slot 8 · start + row.
                         at = (forms.BLOCK * start + row) % ring
-                        m.d.comb += Assert(d.out.word_select(k, 8) == flat.word_select(16 * at + byte, 8))
+                        m.d.comb += Assert(d.out.word_select(k, 8) == flat.word_select(16 * at + byte, 8),
+                                           "each beat byte is the table's slot byte")
         return m
 
 
@@ -259,11 +266,12 @@ class StoreShuffleSpec(Elaboratable):
                 continue
             for r in range(inf.nregs):
                 with m.If((d.form == f) & (d.beat == r)):
-                    m.d.comb += Assert(d.group == r)
+                    m.d.comb += Assert(d.group == r, "beat r stores group r")
                     for k, (row, byte) in enumerate(inf.table[:, r].reshape(-1, 2)):
                         # Byte `byte` of row `row` is lane k//4 byte k%4 of the beat.
                         m.d.comb += Assert(flat.word_select(16 * (int(row) - GROUP_ROWS * r) + int(byte), 8)
-                                           == d.data.as_value().word_select(k, 8))
+                                           == d.data.as_value().word_select(k, 8),
+                                           "each row byte is the table's lane byte")
         return m
 
 
@@ -300,7 +308,8 @@ class StreamRules(Elaboratable):
             pv, pr, pp = prev[name]
             with m.If(init & pv & ~pr):
                 # The unit holds valid and keeps its payload stable until the consumer is ready.
-                m.d.comb += Assert(s.valid & (Value.cast(s.payload) == pp))
+                m.d.comb += Assert(s.valid & (Value.cast(s.payload) == pp),
+                                   f"{name} holds valid and payload until ready")
         accepted, completed = Signal(8), Signal(8)
         with m.If(d.instr.valid & d.instr.ready):
             m.d.sync += accepted.eq(accepted + 1)
@@ -308,12 +317,13 @@ class StreamRules(Elaboratable):
             m.d.sync += completed.eq(completed + 1)
         # No result beat without an instruction in flight.
         with m.If(accepted == completed):
-            m.d.comb += Assert(~d.result.valid)
+            m.d.comb += Assert(~d.result.valid, "no result beat without an instruction in flight")
         # At most one instruction in A, two in B's queue and three in the result entries.
-        m.d.comb += Assert((accepted - completed) <= 6)
+        m.d.comb += Assert((accepted - completed) <= 6, "at most six instructions in flight")
         # Covers: a refused instruction, and a stall of the result stream.
-        m.d.comb += Cover(d.result.valid & (d.result.payload.error != Error.NONE))
-        m.d.comb += Cover(prev["result"][0] & ~prev["result"][1] & d.result.valid & d.result.ready)
+        m.d.comb += Cover(d.result.valid & (d.result.payload.error != Error.NONE), "a refused instruction's beat")
+        m.d.comb += Cover(prev["result"][0] & ~prev["result"][1] & d.result.valid & d.result.ready,
+                          "a stalled result beat taken")
         return m
 
 
