@@ -2,7 +2,7 @@
 
 A 16-byte source row holds 16 unsigned elements packed from bit 0 upwards, then padding:
 ``b4x16_p64`` 16 × 4 bits + 64 bits, ``b6x16_p32`` 16 × 6 bits + 32 bits. Each element lands
-in the low bits of its own byte (FACTS.md); the padding is never read.
+in the low bits of its own byte (docs/facts.md); the padding is never read.
 """
 
 from __future__ import annotations

@@ -62,10 +62,10 @@ def _row_table(op: str, shape: str, num: int, trans: bool) -> np.ndarray:
         for r in range(nregs):
             for b in range(4):
                 if shape == "m8n8" and not trans:
-                    # FACTS.md (measured): word at byte 4·(t mod 4) of row ⌊t/4⌋ of matrix r.
+                    # docs/facts.md (measured): word at byte 4·(t mod 4) of row ⌊t/4⌋ of matrix r.
                     row, col = 8 * r + g, 4 * c + b
                 elif shape == "m8n8":
-                    # FACTS.md (measured): low half = element (2c, g), high half = (2c+1, g).
+                    # docs/facts.md (measured): low half = element (2c, g), high half = (2c+1, g).
                     row, col = 8 * r + 2 * c + b // 2, 2 * g + b % 2
                 elif shape == "m8n16":
                     # PTX text (Figure 106) and CuTe SM100_SU{4,6}_DU8x16_x{1,2,4}_LDSM_N:
@@ -92,7 +92,7 @@ def row_table(ins: Instr) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------
-# wmma: the fragments are mma.sync tiles (FACTS.md), pinned by the H200 vectors.
+# wmma: the fragments are mma.sync tiles (docs/facts.md), pinned by the H200 vectors.
 # --------------------------------------------------------------------------------------
 
 def _frag_a(t: int, M: int, K: int, w: int) -> list[tuple[int, int]]:
@@ -160,7 +160,7 @@ def _wmma_table(frag: str, shape: str, type_: str, nregs: int) -> np.ndarray:
         else:
             seq = _frag_c(t, m, n)
         slots = nregs * 32 // bits if type_ != "f64" else nregs
-        # .f16 a/b fragments are always 8 registers; shorter tiles repeat (FACTS.md).
+        # .f16 a/b fragments are always 8 registers; shorter tiles repeat (docs/facts.md).
         seq = (seq * (slots // len(seq) + 1))[:slots]
         rows.append(seq)
     return _frozen(np.array(rows, dtype=np.int16))

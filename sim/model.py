@@ -20,7 +20,7 @@ from .ptx import WMMA_BITS, Instr
 __all__ = ["ModelError", "Memory", "RowRequest", "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld",
            "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride"]
 
-#: Tensor Memory per CTA: lanes × 32-bit columns (FACTS.md).
+#: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).
 TMEM_LANES = 128
 TMEM_COLS = 512
 #: Lanes of Tensor Memory one warp of a warpgroup may access.
@@ -362,7 +362,7 @@ def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
     """Shared-memory cycles an ldmatrix / stmatrix occupies the banks.
 
     ``"h200"``: per matrix, the largest number of distinct row addresses in one bank quad,
-    summed over matrices (FACTS.md: exact on every measured pattern). ``"packed"``: a
+    summed over matrices (docs/facts.md: exact on every measured pattern). ``"packed"``: a
     scheduler that mixes matrices, bounded by one cycle per 8 rows and by the busiest quad.
     A ``.m16n16`` matrix (256 bytes) counts as two groups of 8 rows, each a 128-byte group
     like an ``.m8n8`` matrix (an extrapolation: not measured).

@@ -46,7 +46,7 @@ def test_parameter_geometry():
     # line indices: 1824 lines need 11 bits; the default 16 KiB is 128 lines of 128 bytes (7)
     assert (p.line_bits, Params().line_bits, Params(smem_bytes=128).line_bits) == (11, 7, 1)
     assert Params(banks=64).quads == 16
-    # h200 serves one 8-row matrix per cycle (FACTS.md); a packer mixes all 32 rows
+    # h200 serves one 8-row matrix per cycle (docs/facts.md); a packer mixes all 32 rows
     assert (Params().window, Params(schedule="packed").window) == (8, 32)
 
 

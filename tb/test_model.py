@@ -14,7 +14,7 @@ def P(text, target="sm_100a"):
     return ptx.parse(text, target)
 
 
-# ---- ldmatrix / stmatrix .m8n8 (FACTS.md, measured) ------------------------------------
+# ---- ldmatrix / stmatrix .m8n8 (docs/facts.md, measured) ------------------------------------
 
 def test_m8n8_word_per_thread_index_pattern():
     smem = np.arange(4096, dtype=np.uint32).astype("<u4").view(np.uint8)  # word i holds i
@@ -78,7 +78,7 @@ def test_ignored_threads_do_not_matter():
     assert (model.ldmatrix(ins, smem, a) == model.ldmatrix(ins, smem, b)).all()
 
 
-# ---- decompression (PTX text + FACTS.md) -----------------------------------------------
+# ---- decompression (PTX text + docs/facts.md) -----------------------------------------------
 
 def _manual_unpack(row: bytes, w: int):
     n = int.from_bytes(row, "little")
@@ -187,7 +187,7 @@ def test_wmma_generic_resolves_space():
     assert (a == b).all() and (c == d).all() and not (a == c).all()
 
 
-# ---- tcgen05.ld (PTX text; FACTS.md for Tensor Memory geometry) ----------------------
+# ---- tcgen05.ld (PTX text; docs/facts.md for Tensor Memory geometry) ----------------------
 
 def _tmem():
     return RNG.integers(0, 1 << 32, size=(128, 512), dtype=np.uint64).astype(np.uint32)
@@ -260,7 +260,7 @@ def test_red_integers():
     assert (model.tcgen05_ld(u, tm, 0, 0)[1] == 0).all()           # column 3 holds 0
 
 
-# ---- wavefronts (FACTS.md rule, measured) ---------------------------------------------
+# ---- wavefronts (docs/facts.md rule, measured) ---------------------------------------------
 
 def test_wavefronts_rule():
     x4 = P("ldmatrix.sync.aligned.m8n8.x4.b16")
