@@ -67,15 +67,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("specs", nargs="*", default=list(SPECS), help=f"any of {', '.join(SPECS)}")
     args = ap.parse_args(argv)
-    ok = True
-    for name in args.specs:
-        if name not in SPECS:
-            print(f"unknown spec {name!r}", file=sys.stderr)
-            return 2
+    unknown = [name for name in args.specs if name not in SPECS]
+    if unknown:
+        print(f"unknown spec(s) {', '.join(map(repr, unknown))}; the specs are {', '.join(SPECS)}",
+              file=sys.stderr)
+        return 2
+    ok, t0 = True, time.perf_counter()
+    for k, name in enumerate(args.specs, 1):
+        _, mode, depth, _ = SPECS[name]
+        print(f"[{k}/{len(args.specs)}] {name}: {mode}, depth {depth} "
+              f"({time.perf_counter() - t0:.0f} s so far; log: build/formal/{name}/sby.log)", flush=True)
         passed, _, line = run(name)
         print(line, flush=True)
         ok &= (not passed) if name in EXPECT_FAIL else passed
-    print("formal: all as expected" if ok else "formal: FAILED")
+    print(f"formal: {'all as expected' if ok else 'FAILED'} ({len(args.specs)} specs, "
+          f"{time.perf_counter() - t0:.0f} s)")
     return 0 if ok else 1
 
 

@@ -170,6 +170,12 @@ async def run_jobs(dut):
     tb = TB(dut, lay, spec.get("seed", 1), float(os.environ.get("TENSORLSU_IDLE", "0")),
             float(os.environ.get("TENSORLSU_BACKPRESSURE", "0")))
     await tb.reset()
-    results = [await tb.execute(job) for job in spec["jobs"]]
+    progress = os.environ.get("TENSORLSU_PROGRESS")
+    results = []
+    for job in spec["jobs"]:
+        results.append(await tb.execute(job))
+        if progress:
+            with open(progress, "a") as f:
+                f.write(f"{len(results)} {len(spec['jobs'])}\n")
     with open(os.environ["TENSORLSU_RESULTS"], "w") as f:
         json.dump(results, f)

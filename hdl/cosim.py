@@ -10,6 +10,7 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -151,16 +152,52 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
         runner = get_runner(sim)
     args = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNOPTFLAT", "-Wno-CASEOVERLAP",
             "-Wno-UNSIGNED", "-Wno-CMPCONST", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
-    runner.build(sources=sources, hdl_toplevel=TOP, build_dir=build_dir, timescale=("1ns", "1ps"),
-                 build_args=args, waves=waves and sim == "icarus")
+    log = build_dir / "build.log"
+    try:
+        runner.build(sources=sources, hdl_toplevel=TOP, build_dir=build_dir, timescale=("1ns", "1ps"),
+                     build_args=args, waves=waves and sim == "icarus", log_file=log)
+    except Exception as e:
+        raise RuntimeError(f"the {sim} build failed ({e}); the end of {log}:\n{_tail(log)}") from None
     return runner, lay, build_dir
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+class _Progress(threading.Thread):
+    """Prints how far a simulation is (the testbench appends "done total" per job to a file)
+    every ``every`` seconds while it runs."""
+
+    def __init__(self, path: Path, label: str, every: float = 10.0):
+        super().__init__(daemon=True)
+        self.path, self.label, self.every = path, label, every
+        self.stop, self.t0 = threading.Event(), time.perf_counter()
+
+    def run(self):
+        last = None
+        while not self.stop.wait(self.every):
+            try:
+                lines = self.path.read_text().split()
+            except OSError:
+                continue
+            if len(lines) >= 2 and lines[-2:] != last:
+                last = lines[-2:]
+                print(f"  {self.label}: {last[0]}/{last[1]} jobs, {time.perf_counter() - self.t0:.0f} s",
+                      flush=True)
 
 
 def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
              smem_bytes: int = 16 * 1024, seed: int = 1, idle: float = 0.0,
              backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None,
-             optimize: bool = False):
-    """Run ``jobs`` in one simulation; returns (results, seconds of simulation)."""
+             optimize: bool = False, progress: bool = False):
+    """Run ``jobs`` in one simulation; returns (results, seconds of simulation). The
+    simulators' output goes to ``build.log`` and ``sim.log`` in the build folder, and the end
+    of the log is in the error when a step fails; ``progress`` prints how far the simulation is
+    every 10 seconds."""
     from cocotb_tools.runner import get_results
 
     runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, build_dir=build_dir,
@@ -171,15 +208,24 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
         here = str(Path(__file__).resolve().parent.parent.parent)
         if here not in sys.path:
             sys.path.insert(0, here)
+        prog_path, log = Path(d) / "progress.txt", bdir / "sim.log"
+        watch = _Progress(prog_path, f"{sim} {policy}") if progress else None
+        if watch:
+            watch.start()
         t0 = time.perf_counter()
-        xml = runner.test(test_module="tensorlsu.hdl.cocotb_lsu", hdl_toplevel=TOP, build_dir=bdir,
-                          test_dir=d, waves=waves, extra_env={
-                              "TENSORLSU_JOBS": str(jobs_path), "TENSORLSU_RESULTS": str(res_path),
-                              "TENSORLSU_IDLE": str(idle), "TENSORLSU_BACKPRESSURE": str(backpressure)})
+        try:
+            xml = runner.test(test_module="tensorlsu.hdl.cocotb_lsu", hdl_toplevel=TOP, build_dir=bdir,
+                              test_dir=d, waves=waves, log_file=log, extra_env={
+                                  "TENSORLSU_JOBS": str(jobs_path), "TENSORLSU_RESULTS": str(res_path),
+                                  "TENSORLSU_PROGRESS": str(prog_path),
+                                  "TENSORLSU_IDLE": str(idle), "TENSORLSU_BACKPRESSURE": str(backpressure)})
+        finally:
+            if watch:
+                watch.stop.set()
         dt = time.perf_counter() - t0
         _, failed = get_results(xml)
         if failed or not res_path.exists():
-            raise RuntimeError(f"the {sim} simulation failed (see {bdir})")
+            raise RuntimeError(f"the {sim} simulation failed; the end of {log}:\n{_tail(log)}")
         results = json.loads(res_path.read_text())
         if waves:
             for w in Path(d).glob("*.[fv][sc][td]"):
@@ -201,8 +247,9 @@ class RtlBackend:
     name = "rtl"
 
     def __init__(self, sim: str = "icarus", policy: str = "h200", smem_bytes: int = 16 * 1024,
-                 waves: bool = False):
+                 waves: bool = False, progress: bool = False):
         self.sim, self.policy, self.smem_bytes, self.waves = sim, policy, smem_bytes, waves
+        self.progress = progress
         self.seconds = 0.0
 
     @staticmethod
@@ -268,7 +315,7 @@ class RtlBackend:
             except ValueError as e:
                 produced[k] = {"error": str(e)}
         if jobs:
-            results, self.seconds = run_jobs(jobs, sim=self.sim, policy=self.policy,
+            results, self.seconds = run_jobs(jobs, sim=self.sim, policy=self.policy, progress=self.progress,
                                              smem_bytes=self.smem_bytes, waves=self.waves)
             for k, job, res in zip(index, jobs, results):
                 rec = records[k]

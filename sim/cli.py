@@ -30,7 +30,10 @@ def _replay(args) -> int:
             records = [r for r in records if r.space == args.space]
         if args.backend == "rtl":
             size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
-            backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size)
+            backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size,
+                                 progress=True)
+            print(f"replay: {len(records)} records of {args.trace} through the RTL ({args.sim}, {args.policy}, "
+                  f"{size} bytes of shared memory); simulator logs in build/", flush=True)
         else:
             backend = trace.ModelBackend(policy=args.policy, smem_bytes=args.smem_bytes)
         outcomes = list(trace.run(records, backend))

