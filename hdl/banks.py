@@ -6,12 +6,12 @@ from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .params import ROW_BYTES, Params
+from .params import ROW_BITS as _ROW_BITS
+from .params import Params
 from .records import fill_layout
 
 __all__ = ["SharedBanks", "BankPortSignature"]
 
-_ROW_BITS = 8 * ROW_BYTES
 
 
 class BankPortSignature(wiring.Signature):

@@ -302,7 +302,8 @@ class RtlBackend:
             regs = r.get("regs") or [[0] * ins.nregs for _ in range(32)]     # absent: zeros
             job["store"] = [[regs[t][k] for t in range(32)] for k in range(ins.nregs)]
             # the whole image back; without one, all of shared memory (trailing zeros dropped)
-            job["dump_lines"] = -(-(len(image) or self.smem_bytes) // 128)
+            from .params import Params
+            job["dump_lines"] = -(-(len(image) or self.smem_bytes) // Params().line_bytes)
         return job
 
     def execute_all(self, records) -> list[dict]:

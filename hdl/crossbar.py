@@ -19,7 +19,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .mux import mux_tree
-from .params import ROW_BYTES
+from .params import ROW_BITS
 from .scheduler import BankScheduler
 
 __all__ = ["BankCrossbar"]
@@ -70,7 +70,7 @@ class BankCrossbar(wiring.Component):
     SLICES = 4
 
     def __init__(self, *, rows: int = 8, quads: int = 8, line_bits: int = 7, pairs: bool = True):
-        bits, qb = 8 * ROW_BYTES, max(1, (quads - 1).bit_length())
+        bits, qb = ROW_BITS, max(1, (quads - 1).bit_length())
         self.nrows, self.quads, self.line_bits, self.pairs = rows, quads, line_bits, pairs
         members = {"eligible": In(rows), "quad": In(data.ArrayLayout(qb, rows)),
                    "line": In(data.ArrayLayout(line_bits, rows)), "served": Out(rows),
@@ -89,7 +89,7 @@ class BankCrossbar(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         R, Q = self.nrows, self.quads
-        bits = 8 * ROW_BYTES
+        bits = ROW_BITS
         sched = m.submodules.sched = BankScheduler(rows=R, quads=Q, line_bits=self.line_bits, pairs=self.pairs)
         m.d.comb += [sched.eligible.eq(self.eligible), self.served.eq(sched.served)]
         m.d.comb += [sched.quad[j].eq(self.quad[j]) for j in range(R)]

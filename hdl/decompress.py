@@ -5,12 +5,13 @@ from amaranth import Cat, Const, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .params import ROW_BITS, ROW_BYTES
+
 __all__ = ["Decompressor", "FORMAT_CODES"]
 
 #: Source-format code on the ``fmt`` port: 0 passes the row through.
 FORMAT_CODES = {None: 0, "b6x16_p32": 1, "b4x16_p64": 2}
-_ROW_BITS = 128
-_ELEMS = 16
+_ELEMS = ROW_BYTES    # one element per byte of the row
 
 
 class Decompressor(wiring.Component):
@@ -25,9 +26,9 @@ class Decompressor(wiring.Component):
     out : Out(128)
     """
 
-    row: In(_ROW_BITS)
+    row: In(ROW_BITS)
     fmt: In(2)
-    out: Out(_ROW_BITS)
+    out: Out(ROW_BITS)
 
     def elaborate(self, platform):
         m = Module()

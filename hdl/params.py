@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS, SMEM_BYTES
 
-__all__ = ["Params", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "GROUP_ROWS"]
+__all__ = ["Params", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "ROW_BITS", "GROUP_ROWS"]
 
 
 class Policy(str, enum.Enum):
@@ -30,6 +30,8 @@ POLICIES = tuple(p.value for p in Policy)
 MAX_SMEM_BYTES = SMEM_BYTES
 #: Bytes of one matrix row: every ldmatrix / stmatrix row is 16 bytes.
 ROW_BYTES = 16
+#: Bits of one row (a bank quad's word, a row-buffer slot).
+ROW_BITS = 8 * ROW_BYTES
 
 
 @dataclass(frozen=True)

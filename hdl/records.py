@@ -18,7 +18,7 @@ from amaranth.lib.wiring import Out
 
 from . import forms
 from .forms import BLOCK
-from .params import ROW_BYTES, Params
+from .params import ROW_BITS, Params
 
 __all__ = ["Error", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "FMT_BITS", "instr_layout",
            "result_layout", "fill_layout", "consts_layout", "pass_layout", "PER_PASS", "ENTRIES",
@@ -130,7 +130,7 @@ class ProgressSignature(wiring.Signature):
     def __init__(self, p: Params):
         super().__init__({"buf": Out(range(ENTRIES)), "count": Out(1), "stored": Out(1),
                           "land": Out(land_layout(p)),
-                          "land_rows": Out(data.ArrayLayout(unsigned(8 * ROW_BYTES), p.window))})
+                          "land_rows": Out(data.ArrayLayout(unsigned(ROW_BITS), p.window))})
 
 
 class TakeSignature(wiring.Signature):

@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from . import forms
 from .forms import BLOCK
-from .params import Policy, Params, ROW_BYTES
+from .params import ROW_BITS, Params, Policy
 from .records import (CYCLE_BITS, ENTRIES, FORM_BITS, Error, ProgressSignature, TakeSignature,
                       consts_layout, result_layout)
 from .shuffle import LoadShuffle, beat_rows
@@ -89,7 +89,7 @@ class ResultStage(wiring.Component):
         self._landed = [Signal(R, name=f"e{b}_landed") for b in range(ENTRIES)]
         self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(ENTRIES)]
         self._stored = Signal(ENTRIES, name="e_stored")
-        rowbuf = [Signal(8 * ROW_BYTES, name=f"row{i}", reset_less=True) for i in range(BLOCK * NB)]
+        rowbuf = [Signal(ROW_BITS, name=f"row{i}", reset_less=True) for i in range(BLOCK * NB)]
         valid, head, tail = Signal(ENTRIES, name="e_valid"), Signal(range(ENTRIES), name="head"), \
             Signal(range(ENTRIES), name="tail")
         e_set, e_clr = Signal(ENTRIES), Signal(ENTRIES)

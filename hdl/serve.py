@@ -12,14 +12,12 @@ from .crossbar import BankCrossbar
 from .decompress import Decompressor
 from .forms import BLOCK
 from .mux import mux_tree
-from .params import GROUP_ROWS, ROW_BYTES, Params
+from .params import GROUP_ROWS, ROW_BITS, ROW_BYTES, Params
 from .records import ENTRIES, FMT_BITS, FORM_BITS, Error, ProgressSignature, TakeSignature
 from .scheduler import BankScheduler
 from .shuffle import StoreShuffle
 
 __all__ = ["BankStage"]
-
-_ROW_BITS = 8 * ROW_BYTES
 
 
 class BankStage(wiring.Component):
@@ -203,7 +201,7 @@ class BankStage(wiring.Component):
         # The first beat of the next stmatrix may arrive in the cycle the current one writes
         # its last rows (it fills other rows, or rows already read): stores run back to back.
         c = tk.pass_.consts
-        rows = [Signal(_ROW_BITS, name=f"s_row{i}", reset_less=True) for i in range(R)]
+        rows = [Signal(ROW_BITS, name=f"s_row{i}", reset_less=True) for i in range(R)]
         m.d.comb += pre.eq(s["finish"] & tk.offered & (tk.pass_.err == Error.NONE) & tk.free & c.valid & ~c.load)
         m.d.comb += self.store.ready.eq((s["valid"] & ~s["load"] & (s["recv"] != s["nregs"])) | pre)
         m.d.comb += [sshuf.form.eq(Mux(pre, tk.pass_.form, s["form"])), sshuf.beat.eq(Mux(pre, 0, s["recv"])),
@@ -236,7 +234,7 @@ class BankStage(wiring.Component):
                              if inf.wmma and inf.line_bytes < ROW_BYTES for q in inf.passes for j in range(len(q))})
         land_half = Signal(W, name="land_half")
         m.d.sync += [land_half[j].eq(s["addr"][j][3]) for j in half_slots]
-        h = _ROW_BITS // 2
+        h = ROW_BITS // 2
         for j in range(W):
             row = xbar.land[j]
             if j in half_slots:

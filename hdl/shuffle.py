@@ -13,12 +13,11 @@ from amaranth.lib.wiring import In, Out
 from . import forms
 from .mux import mux_tree
 from .forms import BLOCK
-from .params import GROUP_ROWS, ROW_BYTES
+from .params import GROUP_ROWS, ROW_BITS, ROW_BYTES
 
 __all__ = ["LoadShuffle", "StoreShuffle", "beat_rows"]
 
-_ROW_BITS = 128
-_ROW_WORDS = _ROW_BITS // 32
+_ROW_WORDS = ROW_BITS // 32
 _WINDOW = forms.SLOTS  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
 
 
@@ -118,7 +117,7 @@ class LoadShuffle(wiring.Component):
         self.lanes, self.blocks = lanes, blocks
         super().__init__({
             "form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),
-            "rows": In(data.ArrayLayout(unsigned(_ROW_BITS), BLOCK * blocks)),
+            "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
             "out": Out(32 * lanes), "need": Out(lanes)})
 
     def elaborate(self, platform):
@@ -148,7 +147,7 @@ class LoadShuffle(wiring.Component):
         for w in range(_WINDOW):
             used = {b for k, p in enumerate(patterns) if any(row == w for row, _ in p)
                     for b in range(0, nb, spans[k])}
-            row = Signal(_ROW_BITS, name=f"window{w}")
+            row = Signal(ROW_BITS, name=f"window{w}")
             if used:
                 m.d.comb += row.eq(mux_tree(base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
                                                    for b in range(nb)]))
@@ -220,7 +219,7 @@ class StoreShuffle(wiring.Component):
         super().__init__({
             "form": In(form_bits), "beat": In(range(lanes + 1)),
             "data": In(data.ArrayLayout(unsigned(32), lanes)),
-            "rows": Out(data.ArrayLayout(unsigned(_ROW_BITS), GROUP_ROWS)),
+            "rows": Out(data.ArrayLayout(unsigned(ROW_BITS), GROUP_ROWS)),
             "group": Out(range(lanes // GROUP_ROWS))})
 
     def elaborate(self, platform):
