@@ -333,4 +333,6 @@ class RtlBackend:
                     n = len(bytes.fromhex(job["image"])) or self.smem_bytes
                     produced[k] = {"smem": emitted_image(rec.raw, bytes.fromhex(res["dump"])[:n]),
                                    "wavefronts": res["cycles"]}
+                # where it ran, for failure messages (not part of an emitted record)
+                produced[k]["_at"] = {"accepted": res["accepted"], "done": res["done"]}
         return produced

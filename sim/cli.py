@@ -54,7 +54,8 @@ def _replay(args) -> int:
     print(trace.format_table(trace.summarize(outcomes)))
     failed = [o for o in outcomes if not o.passed]
     for o in failed[: args.show]:
-        print(f"FAIL line {o.record.line} {o.record.form}: {'; '.join(o.failures)}")
+        print(f"FAIL line {o.record.line} {o.record.form}, policy {args.policy}{trace.where(o)}: "
+              f"{'; '.join(o.failures)}")
     if len(failed) > args.show:
         print(f"… and {len(failed) - args.show} more failures")
     sim = f", {args.sim} {getattr(backend, 'seconds', 0):.1f} s simulating" if args.backend == "rtl" else ""

@@ -223,10 +223,17 @@ class Outcome:
 
 
 def _first_diff(want, got, what: str) -> str:
-    for t, (a, b) in enumerate(zip(want, got)):
-        if a != b:
-            return f"{what}: thread {t} expected {[hex(x) for x in a]}, got {[hex(x) for x in b]}"
-    return f"{what}: expected {len(want)} threads, got {len(got)}"
+    """The first differing register (result beat), and in it the first differing thread."""
+    if len(want) != len(got):
+        return f"{what}: expected {len(want)} threads, got {len(got)}"
+    if any(len(a) != len(b) for a, b in zip(want, got)):
+        return f"{what}: expected {len(want[0])} registers, got {len(got[0]) if got else 0}"
+    for r in range(len(want[0]) if want else 0):
+        for t, (a, b) in enumerate(zip(want, got)):
+            if a[r] != b[r]:
+                return (f"{what}: register {r} (result beat {r}) differs first at thread {t}: "
+                        f"expected 0x{a[r]:08x}, got 0x{b[r]:08x}")
+    return f"{what}: equal"
 
 
 def check(rec: Record, produced: dict) -> list[str]:
@@ -287,8 +294,15 @@ def run(records: Iterable[Record], backend) -> Iterator[Outcome]:
 def emitted(o: Outcome) -> dict:
     """The record with ``expect`` replaced by what was produced (same format)."""
     raw = dict(o.record.raw)
-    raw["expect"] = o.produced
+    raw["expect"] = {k: v for k, v in o.produced.items() if not k.startswith("_")}
     return raw
+
+
+def where(o: Outcome) -> str:
+    """Where a backend ran the record, when it says (the RTL: the cycles it was accepted and
+    gave its last beat), for failure messages."""
+    at = o.produced.get("_at")
+    return f" (accepted in cycle {at['accepted']}, last beat in cycle {at['done']})" if at else ""
 
 
 def summarize(outcomes: Iterable[Outcome]) -> "OrderedDict[str, list[int]]":

@@ -28,8 +28,24 @@ def test_checker_catches_a_wrong_expectation(tmp_path):
     p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     outs = list(trace.run(trace.load(p), trace.ModelBackend()))
     assert [o.passed for o in outs] == [True, False, True]
-    assert "thread 5" in outs[1].failures[0]
+    want = recs[1]["expect"]["regs"][5][0]
+    assert outs[1].failures == [f"regs: register 0 (result beat 0) differs first at thread 5: "
+                                f"expected 0x{want:08x}, got 0x{want ^ 1:08x}"]
     assert cli.main(["replay", str(p)]) == 1
+
+
+def test_failures_say_where_and_emitted_records_stay_records():
+    """The RTL backend says in which cycles it ran a record (``_at``); failure messages name
+    them; an emitted record carries none of it."""
+    import io
+    line = json.dumps({"instr": "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "addr": [0] * 32,
+                       "expect": {"wavefronts": 2}})
+    rec = next(trace.read(io.StringIO(line + "\n")))
+    produced = {"wavefronts": 1, "_at": {"accepted": 12, "done": 17}}
+    o = trace.Outcome(rec, produced, trace.check(rec, produced))
+    assert o.failures == ["wavefronts: expected 2, got 1"]
+    assert trace.where(o) == " (accepted in cycle 12, last beat in cycle 17)"
+    assert trace.emitted(o)["expect"] == {"wavefronts": 1}
 
 
 def test_emit_round_trips(tmp_path):
