@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .lsu import TOP
+from . import TOP
 
 __all__ = ["Layout", "SIMULATORS", "build", "run_jobs", "RtlBackend"]
 

@@ -22,6 +22,7 @@ from amaranth import Module, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from . import TOP
 from .accept import AcceptStage
 from .banks import SharedBanks
 from .params import Params
@@ -34,8 +35,6 @@ from .serve import BankStage
 
 __all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "TOP"]
 
-#: The top module's name in emitted Verilog.
-TOP = "tensorlsu_lsu"
 
 
 class LoadStoreUnit(wiring.Component):
