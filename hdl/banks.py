@@ -73,7 +73,7 @@ class SharedBanks(wiring.Component):
         for q in range(Q):
             mem = m.submodules[f"quad{q}"] = memory.Memory(shape=unsigned(_ROW_BITS), depth=p.lines, init=[])
             rd, wr = mem.read_port(), mem.write_port()
-            line = Signal(p.line_bits, name=f"quad{q}_addr")
+            line = Signal(p.line_bits, name=f"d_quad{q}_line")
             m.d.comb += [line.eq(Mux(filling, self.fill.payload.line, Mux(reading, self.dump_req.payload,
                                                                               port.line[q]))),
                          rd.addr.eq(line), wr.addr.eq(line),

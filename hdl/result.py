@@ -89,9 +89,9 @@ class ResultStage(wiring.Component):
         self._landed = [Signal(R, name=f"e{b}_landed") for b in range(ENTRIES)]
         self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(ENTRIES)]
         self._stored = Signal(ENTRIES, name="e_stored")
-        rowbuf = [Signal(ROW_BITS, name=f"row{i}", reset_less=True) for i in range(BLOCK * NB)]
-        valid, head, tail = Signal(ENTRIES, name="e_valid"), Signal(range(ENTRIES), name="head"), \
-            Signal(range(ENTRIES), name="tail")
+        rowbuf = [Signal(ROW_BITS, name=f"e_row{i}", reset_less=True) for i in range(BLOCK * NB)]
+        valid, head, tail = Signal(ENTRIES, name="e_valid"), Signal(range(ENTRIES), name="e_head"), \
+            Signal(range(ENTRIES), name="e_tail")
         e_set, e_clr = Signal(ENTRIES), Signal(ENTRIES)
         m.d.comb += [self.valid.eq(valid), self.head.eq(head), self.tail.eq(tail),
                      self.free.eq(~valid.bit_select(tail, 1))]
@@ -146,9 +146,9 @@ class ResultStage(wiring.Component):
         """The head entry's result beats."""
         p = self.params
         R, NB = p.lanes, p.row_blocks
-        h = Signal(entry_layout(p), name="h")
-        h_landed, h_cycles = Signal(R, name="h_landed"), Signal(CYCLE_BITS, name="h_cycles")
-        need, rest = Signal(R, name="h_need"), Signal(R // BLOCK, name="h_rest")
+        h = Signal(entry_layout(p), name="e_h")
+        h_landed, h_cycles = Signal(R, name="e_h_landed"), Signal(CYCLE_BITS, name="e_h_cycles")
+        need, rest = Signal(R, name="e_h_need"), Signal(R // BLOCK, name="e_h_rest")
         with m.Switch(head):
             for b in range(ENTRIES):
                 with m.Case(b):
@@ -156,7 +156,7 @@ class ResultStage(wiring.Component):
                                  h_cycles.eq(self._cycles[b]), need.eq(self._need[b]), rest.eq(self._rest[b])]
         h_valid = Signal()
         m.d.comb += h_valid.eq(valid.bit_select(head, 1))
-        beat = Signal(range(R + 1), name="beat")
+        beat = Signal(range(R + 1), name="e_beat")
         shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS, blocks=NB)
         m.d.comb += [shuf.form.eq(h.form), shuf.beat.eq(beat), shuf.start.eq(h.start)]
         m.d.comb += [shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]
@@ -205,7 +205,7 @@ class ResultStage(wiring.Component):
         """The slots beat ``beat + 1`` of a load form reads, and the blocks its beats from
         there to the end of its pass read."""
         R = self.params.lanes
-        need_next, rest_next = Signal(R, name="h_need_next"), Signal(R // BLOCK, name="h_rest_next")
+        need_next, rest_next = Signal(R, name="e_h_need_next"), Signal(R // BLOCK, name="e_h_rest_next")
         with m.Switch(form):
             for f in range(len(forms.FORMS)):
                 inf = forms.info(f)

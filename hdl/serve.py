@@ -201,7 +201,7 @@ class BankStage(wiring.Component):
         # The first beat of the next stmatrix may arrive in the cycle the current one writes
         # its last rows (it fills other rows, or rows already read): stores run back to back.
         c = tk.pass_.consts
-        rows = [Signal(ROW_BITS, name=f"s_row{i}", reset_less=True) for i in range(R)]
+        rows = [Signal(ROW_BITS, name=f"f_store_row{i}", reset_less=True) for i in range(R)]
         m.d.comb += pre.eq(s["finish"] & tk.offered & (tk.pass_.err == Error.NONE) & tk.free & c.valid & ~c.load)
         m.d.comb += self.store.ready.eq((s["valid"] & ~s["load"] & (s["recv"] != s["nregs"])) | pre)
         m.d.comb += [sshuf.form.eq(Mux(pre, tk.pass_.form, s["form"])), sshuf.beat.eq(Mux(pre, 0, s["recv"])),
@@ -222,7 +222,7 @@ class BankStage(wiring.Component):
         W = p.window
         win_first = Signal(range(p.row_blocks), name="f_win_first")   # the window's first ring block
         m.d.comb += win_first.eq(s["start"] + s["win"] * (W // BLOCK))
-        land_fmt = Signal(FMT_BITS, name="land_fmt")
+        land_fmt = Signal(FMT_BITS, name="f_land_fmt")
         m.d.sync += [land.slots.eq(Mux(s["load"], s["served"], 0)), land.win.eq(s["win"]),
                      land.buf.eq(s["buf"]), land.first.eq(win_first), land_fmt.eq(s["fmt"])]
         for q in range(p.quads):
@@ -232,7 +232,7 @@ class BankStage(wiring.Component):
         # such a slot lands with its halves swapped, so its bytes are always bytes 0-7
         half_slots = sorted({j % W for inf in map(forms.info, range(len(forms.FORMS)))
                              if inf.wmma and inf.line_bytes < ROW_BYTES for q in inf.passes for j in range(len(q))})
-        land_half = Signal(W, name="land_half")
+        land_half = Signal(W, name="f_land_half")
         m.d.sync += [land_half[j].eq(s["addr"][j][3]) for j in half_slots]
         h = ROW_BITS // 2
         for j in range(W):
