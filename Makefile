@@ -40,7 +40,10 @@ replay: $(STAMP)
 regress: $(STAMP)
 	$(PY) tb/regress.py --n $(N) --seed $(SEED) --sim $(SIM) --policy $(POLICY)
 
+# The unit as one Verilog file and its header (form ids, payload fields, error codes, build
+# parameters): build/tensorlsu_lsu.v and .vh; tb/verilog/example_tb.v uses them (docs/ports.md).
 verilog: $(STAMP)
+	mkdir -p build
 	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY)
 
 test: $(STAMP)
@@ -50,7 +53,8 @@ test: $(STAMP)
 capture:
 	$(PYTHON) tb/hw/capture.py --out tb/data/captured.jsonl
 
-# Yosys + nextpnr-ecp5 report of every block and the whole unit: reports/synth.{md,json}
+# Yosys + nextpnr-ecp5 report of every block (routed) and the whole unit (placed; --route-units
+# routes it too, for hours): reports/synth.{md,json}
 synth: $(STAMP)
 	$(PY) synth/run.py
 
