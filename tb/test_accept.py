@@ -5,8 +5,8 @@ Expected values: the model's refusals (tensorlsu.sim.model raises ModelError for
 inputs; the unit's codes are named in hdl/records.py), and the pass counts of the form tables."""
 
 import pytest
-from amaranth.sim import Simulator
 
+from stagesim import simulate
 from tensorlsu.hdl import forms
 from tensorlsu.hdl.accept import AcceptStage
 from tensorlsu.hdl.params import Params
@@ -40,10 +40,7 @@ def run_one(form, addr, stride=0):
             await ctx.tick()
         assert not ctx.get(dut.busy)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return out
 
 

@@ -6,8 +6,7 @@ line addr / line_bytes), derived by hand."""
 
 import random
 
-from amaranth.sim import Simulator
-
+from stagesim import simulate
 from tensorlsu.hdl.banks import SharedBanks
 from tensorlsu.hdl.params import Params
 
@@ -16,13 +15,7 @@ P = Params(smem_bytes=1024)             # 8 lines of 128 bytes
 
 def _run(bench):
     dut = SharedBanks(P)
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-
-    async def testbench(ctx):
-        await bench(ctx, dut)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, bench, dut)
 
 
 def test_fill_dump_round_trip_and_port_access():

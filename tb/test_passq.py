@@ -7,8 +7,8 @@ Expected values: the queue's contract (hdl/passq.py's docstring), derived by han
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
+from stagesim import simulate
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.passq import PassQueue
 from tensorlsu.hdl.records import Error
@@ -50,10 +50,7 @@ def test_passes_leave_in_order_with_backpressure(seed):
             await ctx.tick()
         assert k == len(sent)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     expect = [(f, Error.OVERLAP if (ovl and e == Error.NONE) else e, 0) for f, e, ovl in sent]
     assert got == expect
     assert full_refusals, "the random back-pressure never filled the queue"

@@ -6,8 +6,8 @@ Expected values: the model (tensorlsu.sim.model.ldmatrix, pinned by the H200 vec
 registers; the result port's contract (docs, hdl/lsu.py) for beats, errors and cycles."""
 
 import numpy as np
-from amaranth.sim import Simulator
 
+from stagesim import simulate
 from tensorlsu.hdl import forms
 from tensorlsu.hdl.decode import form_constants
 from tensorlsu.hdl.params import Params
@@ -59,12 +59,7 @@ async def _beats(ctx, dut, limit=20):
 
 def _run(bench):
     dut = ResultStage(P)
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    async def testbench(ctx):
-        await bench(ctx, dut)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(dut, bench, dut)
 
 
 def test_load_beat_waits_for_its_rows_and_carries_the_model_registers():

@@ -6,18 +6,10 @@ takes the next ``blocks`` blocks after the previous load's, its first block roun
 multiple of ``align + 1``; a refused pass takes none; a window may not be served while it
 meets a block the head (another entry) still reads, or a waiting entry's blocks."""
 
-from amaranth.sim import Simulator
-
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.records import Error
+from stagesim import simulate
 from tensorlsu.hdl.ring import RowRing
-
-
-def _sim(dut, bench):
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
 
 
 def _take(ctx, dut, *, tail, blocks, align=0, load=1, err=Error.NONE):
@@ -50,7 +42,7 @@ def test_loads_take_the_next_aligned_blocks():
         ctx.set(dut.take.take, 0)
         ctx.set(dut.take.ok, 0)
 
-    _sim(dut, bench)
+    simulate(dut, bench)
     assert starts == expect
 
 
@@ -79,7 +71,7 @@ def test_the_go_ahead_waits_for_the_heads_reads():
             await ctx.tick()
         seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
 
-    _sim(dut, bench)
+    simulate(dut, bench)
     # the window is block 0 throughout; the go-ahead follows the release a cycle later
     assert seen == [(0b0001, 1), (0b0001, 1), (0b0001, 1), (0b0001, 0), (0b0001, 0)]
 
@@ -124,7 +116,7 @@ def test_a_waiting_entry_blocks_the_window_until_it_is_head():
         await ctx.tick()
         seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
 
-    _sim(dut, bench)
+    simulate(dut, bench)
     # blocks 2, 3: nobody's; 0: the head's, which reads nothing more; 1: the waiting entry's;
     # then the same block while entry 1, now the head, still reads it; free a cycle after
     assert seen == [(0b0100, 0), (0b1000, 0), (0b0001, 0), (0b0010, 1),

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from amaranth import Elaboratable, Module
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
+from stagesim import simulate
 from tensorlsu.hdl import forms
 from tensorlsu.hdl.banks import SharedBanks
 from tensorlsu.hdl.decode import form_constants
@@ -54,13 +54,7 @@ def _bank_cycles(ins, addr, policy):
 
 def _run(p, bench):
     rig = _Rig(p)
-    sim = Simulator(rig)
-    sim.add_clock(1e-6)
-
-    async def testbench(ctx):
-        await bench(ctx, rig.bank, rig.banks)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulate(rig, bench, rig.bank, rig.banks)
 
 
 async def _fill(ctx, banks, p, smem):
@@ -74,7 +68,8 @@ async def _fill(ctx, banks, p, smem):
     ctx.set(banks.quiet, 0)
 
 
-def _take(ctx, bank, fid, addr, p):
+async def _take(ctx, bank, fid, addr, p):
+    """Hand the bank stage one pass, for one cycle."""
     tk = bank.take
     for k, v in form_constants(p, forms.info(fid))[0].items():
         ctx.set(getattr(tk.pass_.consts, k), v)
@@ -83,6 +78,9 @@ def _take(ctx, bank, fid, addr, p):
         ctx.set(tk.pass_.addr[i], a)
     ctx.set(tk.take, 1)
     ctx.set(tk.ok, 1)
+    await ctx.tick()
+    ctx.set(tk.take, 0)
+    ctx.set(tk.ok, 0)
 
 
 @pytest.mark.parametrize("policy", ["h200", "packed"])
@@ -98,10 +96,7 @@ def test_load_rows_land_in_their_slots_in_the_model_cycles(policy, kind):
 
     async def bench(ctx, bank, banks):
         await _fill(ctx, banks, p, smem)
-        _take(ctx, bank, fid, addr, p)
-        await ctx.tick()
-        ctx.set(bank.take.take, 0)
-        ctx.set(bank.take.ok, 0)
+        await _take(ctx, bank, fid, addr, p)
         cycles = 0
         for _ in range(40):
             cycles += ctx.get(bank.progress.count)
@@ -135,10 +130,7 @@ def test_store_writes_the_model_image(policy):
 
     async def bench(ctx, bank, banks):
         await _fill(ctx, banks, p, smem)
-        _take(ctx, bank, fid, addr, p)
-        await ctx.tick()
-        ctx.set(bank.take.take, 0)
-        ctx.set(bank.take.ok, 0)
+        await _take(ctx, bank, fid, addr, p)
         beat, cycles, stored = 0, 0, False
         for _ in range(40):
             if beat < ins.nregs:
