@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from amaranth import Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import ROW_BITS as _ROW_BITS
@@ -20,10 +20,12 @@ class BankPortSignature(wiring.Signature):
     the rows read (a cycle after the read)."""
 
     def __init__(self, p: Params):
-        super().__init__({"line": Out(data.ArrayLayout(unsigned(p.line_bits), p.quads)),
+        # one signal per quad (member arrays), not one wide vector: an event-driven simulator
+        # then wakes only the logic of the quad whose data changed
+        super().__init__({"line": Out(unsigned(p.line_bits)).array(p.quads),
                           "read": Out(p.quads), "write": Out(p.quads),
-                          "wdata": Out(data.ArrayLayout(unsigned(_ROW_BITS), p.quads)),
-                          "rdata": In(data.ArrayLayout(unsigned(_ROW_BITS), p.quads))})
+                          "wdata": Out(unsigned(_ROW_BITS)).array(p.quads),
+                          "rdata": In(unsigned(_ROW_BITS)).array(p.quads)})
 
 
 class SharedBanks(wiring.Component):

@@ -130,7 +130,8 @@ class ProgressSignature(wiring.Signature):
     def __init__(self, p: Params):
         super().__init__({"buf": Out(range(ENTRIES)), "count": Out(1), "stored": Out(1),
                           "land": Out(land_layout(p)),
-                          "land_rows": Out(data.ArrayLayout(unsigned(ROW_BITS), p.window))})
+                          # one signal per slot: each row wakes only its own slots' logic
+                          "land_rows": Out(unsigned(ROW_BITS)).array(p.window)})
 
 
 class TakeSignature(wiring.Signature):
