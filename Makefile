@@ -53,10 +53,12 @@ test: $(STAMP)
 capture:
 	$(PYTHON) tb/hw/capture.py --out tb/data/captured.jsonl
 
-# Yosys + nextpnr-ecp5 report of every block (routed) and the whole unit (placed; --route-units
-# routes it too, for hours): reports/synth.{md,json}
+# Yosys + nextpnr-ecp5 report of every block (routed) and the whole unit (placed), h200 policy:
+# reports/synth.{md,json}. The long runs: make synth SYNTH_ARGS="--policies h200 packed
+# --seeds 1 2 3 --route-units"
+SYNTH_ARGS ?=
 synth: $(STAMP)
-	$(PY) synth/run.py
+	$(PY) synth/run.py $(SYNTH_ARGS)
 
 # SymbiYosys proofs and covers (formal/specs.py); the broken variants must fail
 formal: $(STAMP)

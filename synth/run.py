@@ -2,7 +2,8 @@
 """Synthesis report: generic cells, ECP5 LUT/FF/mux counts, logic depth and nextpnr-ecp5 Fmax
 (LFE5U-85F, speed 8) per block and for the whole unit, for both scheduling policies.
 
-    python synth/run.py                    # every block, both policies -> reports/synth.{md,json}
+    python synth/run.py                    # every block, h200 -> reports/synth.{md,json}
+    python synth/run.py --policies h200 packed --seeds 1 2 3 --route-units   # the long runs
     python synth/run.py --blocks scheduler decompress   # a quick subset (the CI smoke run)
 
 Yosys and nextpnr come from the yowasp wheels. The unit's shared memory maps to block RAM
@@ -105,9 +106,9 @@ def ecp5_script(json_out: str, mux_cover: bool = True) -> str:
 #: every other block for 100 MHz without it (rip-up towards a clock far out of reach only
 #: prolongs routing: the packed scheduler did not finish in 10 minutes).
 GOAL_MHZ = {"crossbar": 150, "unit": 100}
-#: seeds a goal block is routed with unless --seeds says otherwise: the crossbar sits near
-#: its goal, where one placement says little
-SEEDS = {"crossbar": (1, 2, 3)}
+#: seeds a block is routed with unless --seeds says otherwise (the crossbar sits near its goal,
+#: where one placement says little: --seeds 1 2 3 for a verdict)
+SEEDS: dict = {}
 
 
 def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: float | None,
@@ -230,7 +231,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blocks", nargs="*",
                     default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "unit"])
-    ap.add_argument("--policies", nargs="*", default=["h200", "packed"])
+    ap.add_argument("--policies", nargs="*", default=["h200"],
+                    help="scheduling policies (default h200; the packed blocks are far larger and "
+                         "take about an hour more)")
     ap.add_argument("--no-pnr", action="store_true")
     ap.add_argument("--pnr-timeout", type=float, default=600,
                     help="seconds nextpnr may run per block and seed")
@@ -260,7 +263,7 @@ def main(argv=None) -> int:
     for k, (name, policy) in enumerate(todo, 1):
         say(f"[{k}/{len(todo)}] {name} ({policy})")
         r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router,
-                  not args.plain, args.seeds or SEEDS.get(name if policy == "h200" else "", (1,)),
+                  not args.plain, args.seeds or SEEDS.get(name, (1,)),
                   route=name != "unit" or args.route_units, say=say)
         rows = [x for x in rows if (x["block"], x["policy"], x.get("mapping", "synth_ecp5"))
                 != (name, policy, r["mapping"])] + [r]
