@@ -106,9 +106,6 @@ def ecp5_script(json_out: str, mux_cover: bool = True) -> str:
 #: every other block for 100 MHz without it (rip-up towards a clock far out of reach only
 #: prolongs routing: the packed scheduler did not finish in 10 minutes).
 GOAL_MHZ = {"crossbar": 150, "unit": 100}
-#: seeds a block is routed with unless --seeds says otherwise (the crossbar sits near its goal,
-#: where one placement says little: --seeds 1 2 3 for a verdict)
-SEEDS: dict = {}
 
 
 def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: float | None,
@@ -243,7 +240,8 @@ def main(argv=None) -> int:
     ap.add_argument("--router", default="router2", choices=("router1", "router2"),
                     help="nextpnr router (router1 had not routed the unit in 30 min)")
     ap.add_argument("--seeds", nargs="*", type=int,
-                    help="nextpnr placement seeds (default: 1; 1 2 3 for the h200 crossbar)")
+                    help="nextpnr placement seeds (default: 1; the crossbar sits near its goal, where "
+                         "one placement says little: 1 2 3 for a verdict)")
     ap.add_argument("--plain", action="store_true",
                     help="map with synth_ecp5 alone (no multiplexer cover), as other flows do")
     ap.add_argument("--out", default=str(ROOT / "reports"))
@@ -263,7 +261,7 @@ def main(argv=None) -> int:
     for k, (name, policy) in enumerate(todo, 1):
         say(f"[{k}/{len(todo)}] {name} ({policy})")
         r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router,
-                  not args.plain, args.seeds or SEEDS.get(name, (1,)),
+                  not args.plain, args.seeds or (1,),
                   route=name != "unit" or args.route_units, say=say)
         rows = [x for x in rows if (x["block"], x["policy"], x.get("mapping", "synth_ecp5"))
                 != (name, policy, r["mapping"])] + [r]
