@@ -198,7 +198,8 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
         res["seeds"] = list(seeds)
         res.update(runs[0])
         if len(runs) > 1:
-            res["fmax_seeds_mhz"] = [r.get("fmax_mhz") for r in runs]
+            # each seed's routed Fmax, or its estimate after placement where only placed
+            res["fmax_seeds_mhz"] = [r.get("fmax_mhz", r.get("fmax_placed_mhz")) for r in runs]
     return res
 
 
@@ -216,8 +217,8 @@ def markdown(rows) -> str:
             fm = f"{r['fmax_placed_mhz']} after placement ({r['pnr_error']})"
         else:
             fm = f"none: {r['pnr_error'][:60]}" if "pnr_error" in r else "—"
-        stage = ("routed" if fmax or any(r.get("fmax_seeds_mhz") or []) else
-                 "placed" if "fmax_placed_mhz" in r else "not run" if "pnr_error" not in r else "failed")
+        stage = ("routed" if fmax else "placed" if "fmax_placed_mhz" in r else
+                 "not run" if "pnr_error" not in r else "failed")
         body += (f"| {r['block']} | {r['policy']} | {r.get('mapping', 'synth_ecp5')} | {r['generic_cells']} | "
                  f"{r['lut4']} | {r['ff']} | {r['pfumx']} | {r['l6mux']} | {r['ccu2']} | {r['bram']} | "
                  f"{r.get('dsp', 0)} | {r['depth']} | {stage} | {fm} |\n")
