@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The emitted Verilog and its header, used from plain Verilog: tb/verilog/example_tb.v runs on
 Icarus with no Python (it states where its expected values come from, the PTX text's layout);
 the header's numbers agree with the form table and the port layouts the cocotb benches use."""
