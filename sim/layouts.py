@@ -14,10 +14,12 @@ wmma fragments, :func:`wmma_table`
     thread's registers taken as one little-endian number, ``w`` the element width) holds
     element ``(i, j)`` of the matrix (a: m×k, b: k×n, c: m×n).
 
-Tensor Memory forms (tcgen05.ld), :func:`tmem_table`
-    ``T[t, r] = (lane, column, half)``: register ``r`` of thread ``t`` comes from lane
+Tensor Memory forms (tcgen05.ld, tcgen05.st), :func:`tmem_table`
+    ``T[t, r] = (lane, column, half)``: register ``r`` of thread ``t`` comes from (or, for a
+    store, goes to) lane
     ``taddr.lane + lane`` and column ``taddr.column + column + half * immHalfSplitoff``, in
-    32-bit columns; with ``.pack::16b`` ``column`` counts 16-bit pairs (see :func:`tmem_table`).
+    32-bit columns; with ``.pack::16b`` / ``.unpack::16b`` ``column`` counts 16-bit pairs (see
+    :func:`tmem_table`).
 """
 
 from __future__ import annotations
@@ -246,8 +248,10 @@ def tmem_table(ins: Instr) -> np.ndarray:
 
     Without ``.pack::16b`` the column offset is a 32-bit Tensor Memory column. With it, the
     register holds the low 16 bits of columns ``2·column`` (low half) and ``2·column + 1``
-    (high half): the shape then spans twice as many columns.
+    (high half): the shape then spans twice as many columns. tcgen05.st is the mirror: the
+    same table, each register written where the same-shaped load reads it (``.unpack::16b``
+    the mirror of ``.pack::16b``).
     """
-    if ins.op != "tcgen05.ld":
-        raise ValueError(f"tmem_table: {ins.op} is not tcgen05.ld")
+    if ins.op not in ("tcgen05.ld", "tcgen05.st"):
+        raise ValueError(f"tmem_table: {ins.op} is not tcgen05.ld or tcgen05.st")
     return _tmem_table(ins.shape, ins.num)

@@ -18,6 +18,7 @@ from .decompress import decompress
 from .ptx import WMMA_BITS, Instr
 
 __all__ = ["ModelError", "Memory", "RowRequest", "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld",
+           "tcgen05_st", "tmem_image",
            "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride"]
 
 #: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).
@@ -246,23 +247,32 @@ def wmma_load(ins: Instr | str, mem: Memory, addr: int, stride: int | None = Non
 
 
 # --------------------------------------------------------------------------------------
-# tcgen05.ld
+# tcgen05.ld and tcgen05.st
 # --------------------------------------------------------------------------------------
 
-def tmem_image(data) -> np.ndarray:
-    """A ``uint32[128, 512]`` Tensor Memory from an array of that shape or lane-major bytes
-    (a shorter image fills the first bytes; the rest reads as zero)."""
+def _tmem_cols(cols: int) -> int:
+    cols = int(cols)
+    if cols < 32 or cols > TMEM_COLS or cols & (cols - 1):
+        raise ModelError(f"Tensor Memory of {cols} columns: expected a power of two from 32 to {TMEM_COLS}")
+    return cols
+
+
+def tmem_image(data, cols: int = TMEM_COLS) -> np.ndarray:
+    """A ``uint32[128, cols]`` Tensor Memory from an array of that shape or lane-major bytes
+    (a shorter image fills the first bytes; the rest reads as zero). ``cols``, the columns a
+    CTA allocated, is a power of two from 32 to 512."""
+    cols = _tmem_cols(cols)
     if isinstance(data, np.ndarray) and data.dtype == np.uint32:
-        if data.shape != (TMEM_LANES, TMEM_COLS):
-            raise ModelError(f"Tensor Memory must have shape ({TMEM_LANES}, {TMEM_COLS}), not {data.shape}")
+        if data.shape != (TMEM_LANES, cols):
+            raise ModelError(f"Tensor Memory must have shape ({TMEM_LANES}, {cols}), not {data.shape}")
         return data
     b = _u8(data, "Tensor Memory image")
-    full = TMEM_LANES * TMEM_COLS * 4
+    full = TMEM_LANES * cols * 4
     if len(b) > full or len(b) % 4:
         raise ModelError(f"Tensor Memory image of {len(b)} bytes: expected a multiple of 4 up to {full}")
     out = np.zeros(full, dtype=np.uint8)
     out[: len(b)] = b
-    return out.view("<u4").astype(np.uint32).reshape(TMEM_LANES, TMEM_COLS)
+    return out.view("<u4").astype(np.uint32).reshape(TMEM_LANES, cols)
 
 
 def _f32_key(v: np.ndarray) -> np.ndarray:
@@ -292,33 +302,32 @@ def _reduce(ins: Instr, regs: np.ndarray) -> np.ndarray:
     return np.where(nan_out, np.uint32(_CANONICAL_NAN), out).astype(np.uint32)
 
 
-def tcgen05_ld(ins: Instr | str, tmem, taddr: int, warp: int, split: int | None = None):
-    """``(regs uint32[32, nregs], redval uint32[32] or None)`` of a tcgen05.ld.
-
-    ``warp`` is the warp's index in its warpgroup (only ``warp mod 4`` matters); it may touch
-    lanes ``32·(warp mod 4)`` … ``+31`` only.
-    """
-    ins = _ins(ins)
-    if ins.op != "tcgen05.ld":
-        raise ModelError(f"tcgen05_ld() cannot run {ins.op}")
-    tm = tmem_image(tmem)
+def _tmem_cells(ins: Instr, taddr: int, warp: int, split: int | None, ncols: int):
+    """``(lanes, cols)`` int64 arrays ``(32, nregs)``: the Tensor Memory cell of every register
+    (for a 16-bit packed form, the first of its two columns), after the checks both
+    directions share: the warp's quadrant, the last column, the split."""
+    op = ins.op
     taddr, warp = int(taddr), int(warp)
     if not 0 <= taddr < 1 << 32:
-        raise ModelError(f"tcgen05.ld: taddr 0x{taddr:x} is not a 32-bit Tensor Memory address")
+        raise ModelError(f"{op}: taddr 0x{taddr:x} is not a 32-bit Tensor Memory address")
     if warp < 0:
-        raise ModelError(f"tcgen05.ld: warp index {warp} is negative")
+        raise ModelError(f"{op}: warp index {warp} is negative")
     lane0, col0 = taddr >> 16, taddr & 0xFFFF
     if ins.shape == "16x32bx2":
         if split is None:
             split = ins.split
         if split is None:
-            raise ModelError("tcgen05.ld: .16x32bx2 needs immHalfSplitoff")
+            raise ModelError(f"{op}: .16x32bx2 needs immHalfSplitoff")
         if ins.split is not None and split != ins.split:
-            raise ModelError(f"tcgen05.ld: immHalfSplitoff {split} differs from the operand {ins.split}")
+            raise ModelError(f"{op}: immHalfSplitoff {split} differs from the operand {ins.split}")
         if split < 0:
-            raise ModelError(f"tcgen05.ld: immHalfSplitoff {split} is negative")
+            raise ModelError(f"{op}: immHalfSplitoff {split} is negative")
+        span = ins.num * (2 if ins.pack else 1)
+        if op == "tcgen05.st" and split < span:
+            raise ModelError(f"{op}: immHalfSplitoff {split} is less than the {span} columns one half "
+                             "stores: the halves would overlap, a race the PTX leaves undefined")
     elif split is not None:
-        raise ModelError(f"tcgen05.ld: immHalfSplitoff is only for .16x32bx2, not .{ins.shape}")
+        raise ModelError(f"{op}: immHalfSplitoff is only for .16x32bx2, not .{ins.shape}")
     T = layouts.tmem_table(ins).astype(np.int64)
     lanes = lane0 + T[..., 0]
     cols = T[..., 1] * (2 if ins.pack else 1) + col0 + T[..., 2] * (split or 0)
@@ -326,19 +335,66 @@ def tcgen05_ld(ins: Instr | str, tmem, taddr: int, warp: int, split: int | None 
     badl = (lanes < lo) | (lanes > hi)
     if badl.any():
         t = int(np.argwhere(badl)[0][0])
-        raise ModelError(f"tcgen05.ld: lanes {int(lanes.min())}..{int(lanes.max())} (thread {t} reads "
+        verb = "reads" if ins.is_load else "writes"
+        raise ModelError(f"{op}: lanes {int(lanes.min())}..{int(lanes.max())} (thread {t} {verb} "
                          f"lane {int(lanes[badl].flat[0])}) are outside warp {warp}'s quadrant, "
                          f"lanes {lo}..{hi}")
     last = cols + (1 if ins.pack else 0)
-    if int(last.max()) >= TMEM_COLS:
-        raise ModelError(f"tcgen05.ld: columns {int(cols.min())}..{int(last.max())} reach beyond "
-                         f"column {TMEM_COLS - 1}")
+    if int(last.max()) >= ncols:
+        raise ModelError(f"{op}: columns {int(cols.min())}..{int(last.max())} reach beyond "
+                         f"column {ncols - 1}")
+    return lanes, cols
+
+
+def tcgen05_ld(ins: Instr | str, tmem, taddr: int, warp: int, split: int | None = None, *,
+               cols: int = TMEM_COLS):
+    """``(regs uint32[32, nregs], redval uint32[32] or None)`` of a tcgen05.ld.
+
+    ``warp`` is the warp's index in its warpgroup (only ``warp mod 4`` matters); it may touch
+    lanes ``32·(warp mod 4)`` … ``+31`` only. ``cols``: the columns of the Tensor Memory
+    (:func:`tmem_image`).
+    """
+    ins = _ins(ins)
+    if ins.op != "tcgen05.ld":
+        raise ModelError(f"tcgen05_ld() cannot run {ins.op}")
+    tm = tmem_image(tmem, cols)
+    lanes, col = _tmem_cells(ins, taddr, warp, split, tm.shape[1])
     if ins.pack:
-        regs = (tm[lanes, cols] & 0xFFFF) | ((tm[lanes, cols + 1] & 0xFFFF) << 16)
+        regs = (tm[lanes, col] & 0xFFFF) | ((tm[lanes, col + 1] & 0xFFFF) << 16)
     else:
-        regs = tm[lanes, cols]
+        regs = tm[lanes, col]
     regs = regs.astype(np.uint32)
     return regs, (_reduce(ins, regs) if ins.red else None)
+
+
+def tcgen05_st(ins: Instr | str, tmem, taddr: int, warp: int, regs, split: int | None = None, *,
+               cols: int = TMEM_COLS) -> np.ndarray:
+    """New Tensor Memory image ``uint32[128, cols]`` after a tcgen05.st of ``regs``
+    (``uint32[32, nregs]``); the input image is not changed.
+
+    Each register goes where the same-shaped tcgen05.ld reads it from. With ``.unpack::16b``
+    its low half goes to the low 16 bits of the first column and its high half to the low 16
+    bits of the next; the upper 16 bits of both columns become zero (docs/facts.md). The two
+    halves of a ``.16x32bx2`` store must not overlap (``immHalfSplitoff`` at least the columns
+    one half spans).
+    """
+    ins = _ins(ins)
+    if ins.op != "tcgen05.st":
+        raise ModelError(f"tcgen05_st() cannot run {ins.op}")
+    tm = tmem_image(tmem, cols)
+    lanes, col = _tmem_cells(ins, taddr, warp, split, tm.shape[1])
+    r = np.asarray(regs, dtype=np.uint64)
+    if r.shape != (layouts.LANES, ins.nregs):
+        raise ModelError(f"tcgen05.st: regs must have shape ({layouts.LANES}, {ins.nregs}), not {r.shape}")
+    if np.any(r >> 32):
+        raise ModelError("tcgen05.st: register values must be 32-bit")
+    out = tm.copy()
+    if ins.pack:
+        out[lanes, col] = (r & 0xFFFF).astype(np.uint32)
+        out[lanes, col + 1] = (r >> 16).astype(np.uint32)
+    else:
+        out[lanes, col] = r.astype(np.uint32)
+    return out
 
 
 # --------------------------------------------------------------------------------------

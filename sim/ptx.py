@@ -1,4 +1,4 @@
-"""PTX front end: parse and validate ldmatrix, stmatrix, wmma.load and tcgen05.ld.
+"""PTX front end: parse and validate ldmatrix, stmatrix, wmma.load, tcgen05.ld and tcgen05.st.
 
 ``parse(text, target)`` returns a frozen, hashable :class:`Instr` for every form the PTX
 texts define and raises :class:`PtxError` (a ``ValueError``) naming the offending
@@ -91,7 +91,7 @@ def _blackwell_ldst(t: Target) -> bool:
 _BLACKWELL_LDST = "sm_100a, sm_110a (was sm_101a), sm_120a, or an sm_100f/sm_110f/sm_120f family target"
 
 
-def _tcgen05(t: Target) -> bool:
+def _tcgen05_target(t: Target) -> bool:
     return any(t.has_arch_specific(a) for a in (100, 110)) or any(t.has_family(a) for a in (100, 110))
 
 
@@ -116,7 +116,7 @@ class Instr:
     Fields not used by an opcode keep their defaults, so equal forms compare equal.
     """
 
-    op: str                       #: ``ldmatrix``, ``stmatrix``, ``wmma.load`` or ``tcgen05.ld``
+    op: str                       #: ``ldmatrix``, ``stmatrix``, ``wmma.load``, ``tcgen05.ld`` or ``tcgen05.st``
     shape: str                    #: ``m8n8`` … ``m16n16k16`` … ``32x32b``, without the dot
     num: int = 1                  #: matrices (ld/stmatrix) or repeat factor (tcgen05.ld)
     trans: bool = False
@@ -126,7 +126,7 @@ class Instr:
     src_fmt: str | None = None    #: ``b6x16_p32`` or ``b4x16_p64``
     frag: str | None = None       #: wmma matrix ``a``, ``b`` or ``c``
     layout: str | None = None     #: wmma ``row`` or ``col``
-    pack: bool = False            #: tcgen05 ``.pack::16b``
+    pack: bool = False            #: tcgen05.ld ``.pack::16b``, tcgen05.st ``.unpack::16b``
     red: str | None = None        #: tcgen05 ``min`` or ``max``
     abs: bool = False
     nan: bool = False
@@ -144,7 +144,7 @@ class Instr:
 
     @property
     def is_load(self) -> bool:
-        return self.op != "stmatrix"
+        return self.op not in ("stmatrix", "tcgen05.st")
 
     @property
     def form(self) -> str:
@@ -156,11 +156,11 @@ class Instr:
                 p.append(self.space)
             p.append(self.type)
             return ".".join(p)
-        if self.op == "tcgen05.ld":
-            p = ["tcgen05.ld"] + (["red"] if self.red else []) + ["sync", "aligned", self.shape,
-                                                                   f"x{self.num}"]
+        if self.op in ("tcgen05.ld", "tcgen05.st"):
+            p = [self.op] + (["red"] if self.red else []) + ["sync", "aligned", self.shape,
+                                                             f"x{self.num}"]
             if self.pack:
-                p.append("pack::16b")
+                p.append("pack::16b" if self.op == "tcgen05.ld" else "unpack::16b")
             if self.red:
                 p.append(self.red)
                 p += ["abs"] * self.abs + ["NaN"] * self.nan
@@ -183,9 +183,11 @@ class Instr:
         if self.op == "wmma.load":
             tail = "" if self.stride is None else f", {self.stride}"
             return f"{self.form} {regs}, [%rd0]{tail};"
-        if self.op == "tcgen05.ld":
+        if self.op in ("tcgen05.ld", "tcgen05.st"):
             red = ", %r999" if self.red else ""
             tail = "" if self.shape != "16x32bx2" else f", {self.split if self.split is not None else 0}"
+            if self.op == "tcgen05.st":
+                return f"{self.form} [%r998]{tail}, {regs};"
             return f"{self.form} {regs}{red}, [%r998]{tail};"
         return f"{self.form} {regs}, [%rd0];"
 
@@ -200,7 +202,7 @@ class Instr:
 _NUM = {"x1": 1, "x2": 2, "x4": 4, "x8": 8, "x16": 16, "x32": 32, "x64": 64, "x128": 128}
 _SPACES = {"shared": "shared", "shared::cta": "shared", "global": "global"}
 
-#: tcgen05.ld registers per thread for .x1 of each shape (the first row of Table 49).
+#: tcgen05.ld / tcgen05.st registers per thread for .x1 of each shape (the first row of Table 49).
 TCGEN05_REGS_PER_X1 = {"16x32bx2": 1, "16x64b": 1, "32x32b": 1, "16x128b": 2, "16x256b": 4}
 
 #: wmma shapes → (m, n, k); the element types each fragment of each shape family takes.
@@ -248,7 +250,7 @@ def wmma_nregs(frag: str, shape: str, type_: str) -> int:
 # Parser
 # --------------------------------------------------------------------------------------
 
-_OPCODES = ("ldmatrix", "stmatrix", "wmma.load", "tcgen05.ld")
+_OPCODES = ("ldmatrix", "stmatrix", "wmma.load", "tcgen05.ld", "tcgen05.st")
 _IDENT = r"%?[A-Za-z_$][\w$]*"
 _REG_RE = re.compile(rf"{_IDENT}")
 _INT_RE = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|\d+)[Uu]?")
@@ -324,13 +326,14 @@ def parse(text: str, target: str | Target = "sm_100a") -> Instr:
     if any(q == "" for q in quals):
         raise PtxError(f"{head!r}: empty qualifier (two dots in a row or a trailing dot)")
     operands = _split_operands(rest) if rest else None
-    fn = {"ldmatrix": _ldst, "stmatrix": _ldst, "wmma.load": _wmma, "tcgen05.ld": _tcgen05_ld}[opc]
+    fn = {"ldmatrix": _ldst, "stmatrix": _ldst, "wmma.load": _wmma, "tcgen05.ld": _tcgen05,
+          "tcgen05.st": _tcgen05}[opc]
     return fn(opc, quals, operands, tgt)
 
 
 #: Every qualifier any of the four instructions (or a near miss of them) is known to take;
 #: anything else is reported as illegal before missing qualifiers are.
-_VOCAB = ({"sync", "aligned", "trans", "red", "abs", "NaN", "pack::16b", "a", "b", "c", "d",
+_VOCAB = ({"sync", "aligned", "trans", "red", "abs", "NaN", "pack::16b", "unpack::16b", "a", "b", "c", "d",
            "row", "col", "min", "max", "add", "shared", "shared::cta", "shared::cluster", "global",
            "local", "const", "param", "m8n8", "m16n16", "m8n16", "m16n8", "m8n32", "m16n8k16",
            "m16n8k8", "m16n8k32", "m8n8k16", "16x32b", "32x32bx2", "b16", "b8", "b32", "b64",
@@ -535,9 +538,14 @@ def _wmma(op: str, quals: list[str], operands, tgt: Target) -> Instr:
                  target=str(tgt), nregs=nregs, operands=ops, stride=stride)
 
 
-def _tcgen05_ld(op: str, quals: list[str], operands, tgt: Target) -> Instr:
+def _tcgen05(op: str, quals: list[str], operands, tgt: Target) -> Instr:
+    """tcgen05.ld and its mirror tcgen05.st: the same shapes and .num; the load may pack
+    (``.pack::16b``) and reduce (``.red``), the store may unpack (``.unpack::16b``)."""
+    ld = op == "tcgen05.ld"
     q = _Quals(op, quals)
     red = q.flag("red")
+    if red and not ld:
+        raise PtxError(f"{op}: illegal qualifier .red (tcgen05.st has no reduction)")
     q.require("sync", "aligned")
     shape = q.take("shape", set(TCGEN05_REGS_PER_X1) | {"16x32b", "32x32bx2"})
     if shape is None:
@@ -548,9 +556,16 @@ def _tcgen05_ld(op: str, quals: list[str], operands, tgt: Target) -> Instr:
     num = q.take(".num", set(_NUM))
     if num is None:
         raise PtxError(f"{op}: the .num qualifier (.x1 … .x128) is missing")
-    pack = q.flag("pack::16b")
+    pack_q, wrong_q = ("pack::16b", "unpack::16b") if ld else ("unpack::16b", "pack::16b")
+    if wrong_q in q.left:
+        raise PtxError(f"{op}: illegal qualifier .{wrong_q} ({op} takes .{pack_q})")
+    pack = q.flag(pack_q)
     red_op = q.take("reduction", {"min", "max", "add"})
+    if red_op and not ld:
+        raise PtxError(f"{op}: illegal qualifier .{red_op} (tcgen05.st has no reduction)")
     abs_, nan = q.flag("abs"), q.flag("NaN")
+    if (abs_ or nan) and not ld:
+        raise PtxError(f"{op}: illegal qualifier .{'abs' if abs_ else 'NaN'} (tcgen05.st has no reduction)")
     type_ = q.take("type", {"b32", "f32", "u32", "s32", "b16", "f16", "b64"})
     q.done()
     n = _NUM[num]
@@ -578,33 +593,36 @@ def _tcgen05_ld(op: str, quals: list[str], operands, tgt: Target) -> Instr:
         if abs_ or nan:
             raise PtxError(f"{op}: .abs and .NaN are allowed only with .red")
         if type_ != "b32":
-            raise PtxError(f"{op}: type .{type_} is not allowed (tcgen05.ld without .red takes .b32)")
+            raise PtxError(f"{op}: type .{type_} is not allowed ({op}"
+                           + (" without .red" if ld else "") + " takes .b32)")
     nregs = TCGEN05_REGS_PER_X1[shape] * n
     if nregs > 128:
         raise PtxError(f"{op}: .{shape}.{num} is not a valid combination (it would need {nregs} "
                        "registers; Table 49 allows at most 128)")
-    _need(tgt, _tcgen05(tgt), "tcgen05.ld", _TCGEN05)
+    _need(tgt, _tcgen05_target(tgt), op, _TCGEN05)
     if red:
         _need(tgt, _tcgen05_red(tgt), "tcgen05.ld.red", _TCGEN05_RED)
     ops, split = None, None
     if operands is not None:
-        want = (3 if red else 2) + (shape == "16x32bx2")
+        split_op = shape == "16x32bx2"
+        want = (3 if red else 2) + split_op
         if len(operands) != want:
+            names = (["r"] + ["redval"] * red + ["[taddr]"] + ["immHalfSplitoff"] * split_op if ld
+                     else ["[taddr]"] + ["immHalfSplitoff"] * split_op + ["r"])
             raise PtxError(f"{op}: .{shape}{' with .red' if red else ''} takes {want} operands "
-                           f"(r, {'redval, ' if red else ''}[taddr]"
-                           f"{', immHalfSplitoff' if shape == '16x32bx2' else ''}), got {len(operands)}")
-        got = _vector(op, operands[0])
+                           f"({', '.join(names)}), got {len(operands)}")
+        if ld:
+            vec, addr, imm = operands[0], operands[2 if red else 1], operands[-1]
+            if red and not _REG_RE.fullmatch(operands[1].strip()):
+                raise PtxError(f"{op}: redval {operands[1].strip()!r} is not a register")
+        else:
+            vec, addr, imm = operands[-1], operands[0], operands[1]
+        _address(op, addr)
+        got = _vector(op, vec)
         if got != nregs:
             raise PtxError(f"{op}: .{shape}.{num} needs {nregs} register(s) in the vector, got {got}")
-        i = 1
-        if red:
-            if not _REG_RE.fullmatch(operands[1].strip()):
-                raise PtxError(f"{op}: redval {operands[1].strip()!r} is not a register")
-            i = 2
-        _address(op, operands[i])
-        if shape == "16x32bx2":
-            split = _int(op, "immHalfSplitoff", operands[i + 1])
+        if split_op:
+            split = _int(op, "immHalfSplitoff", imm)
         ops = tuple(operands)
-    return Instr(op="tcgen05.ld", shape=shape, num=n, type=type_, pack=pack, red=red_op,
+    return Instr(op=op, shape=shape, num=n, type=type_, pack=pack, red=red_op,
                  abs=abs_, nan=nan, target=str(tgt), nregs=nregs, operands=ops, split=split)
-

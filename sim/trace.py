@@ -20,7 +20,7 @@ from .ptx import Instr
 __all__ = ["TraceError", "Record", "read", "load", "ModelBackend", "Outcome", "run", "check",
            "summarize", "format_table", "emitted"]
 
-_EXPECT_KEYS = {"regs", "redval", "smem", "wavefronts", "error"}
+_EXPECT_KEYS = {"regs", "redval", "smem", "tmem", "wavefronts", "error"}
 
 #: Shared memory of a record without ``smem``: all zero, of this size unless the replay gives
 #: another (``--smem-bytes``).
@@ -34,10 +34,10 @@ def shared_image(raw: dict, size: int) -> np.ndarray:
     return np.frombuffer(bytes.fromhex(raw["smem"]), dtype=np.uint8)
 
 
-def emitted_image(raw: dict, image: bytes) -> str:
-    """A produced image as a record carries it: as long as the record's own image, or without
-    trailing zero bytes when the record had none."""
-    return (image if "smem" in raw else image.rstrip(b"\0")).hex()
+def emitted_image(raw: dict, image: bytes, key: str = "smem") -> str:
+    """A produced image as a record carries it: as long as the record's own image ``key``, or
+    without trailing zero bytes when the record had none."""
+    return (image if key in raw else image.rstrip(b"\0")).hex()
 
 
 class TraceError(ValueError):
@@ -67,7 +67,7 @@ class Record:
         ins = self.ins
         if ins is None:
             return None
-        if ins.op == "tcgen05.ld":
+        if ins.op in ("tcgen05.ld", "tcgen05.st"):
             return "tensor"
         addr = self.raw.get("addr")
         if ins.op != "wmma.load" or not isinstance(addr, int):
@@ -102,7 +102,7 @@ def _validate(line: int, r) -> None:
     for k in ("smem", "gmem", "tmem"):
         if k in r:
             _hex(line, k, r[k])
-    for k in ("gmem_base", "stride", "taddr", "warp", "split"):
+    for k in ("gmem_base", "stride", "taddr", "warp", "split", "tmem_cols"):
         if k in r:
             _int(line, k, r[k])
     if "addr" in r:
@@ -124,8 +124,9 @@ def _validate(line: int, r) -> None:
         _regs(line, "expect.regs", e["regs"])
     if "redval" in e and (not isinstance(e["redval"], list) or len(e["redval"]) != 32):
         raise TraceError(f"line {line}: expect.redval must be 32 integers")
-    if "smem" in e:
-        _hex(line, "expect.smem", e["smem"])
+    for k in ("smem", "tmem"):
+        if k in e:
+            _hex(line, f"expect.{k}", e[k])
     if "wavefronts" in e:
         _int(line, "expect.wavefronts", e["wavefronts"])
     if "error" in e and not isinstance(e["error"], str):
@@ -179,7 +180,7 @@ class ModelBackend:
         r, ins = rec.raw, rec.ins
         smem = shared_image(r, self.smem_bytes or SMEM_BYTES)
         need = {"ldmatrix": ("addr",), "stmatrix": ("addr",), "wmma.load": ("addr",),
-                "tcgen05.ld": ("taddr", "warp")}[ins.op]
+                "tcgen05.ld": ("taddr", "warp"), "tcgen05.st": ("taddr", "warp")}[ins.op]
         for k in need:
             if k not in r:
                 raise TraceError(f"line {rec.line}: {ins.op} needs '{k}'")
@@ -199,8 +200,12 @@ class ModelBackend:
             mem = model.Memory(shared=smem, global_=bytes.fromhex(r.get("gmem", "")),
                                global_base=r.get("gmem_base", 0))
             return {"regs": model.wmma_load(ins, mem, r["addr"], r.get("stride")).tolist()}
-        regs, red = model.tcgen05_ld(ins, bytes.fromhex(r.get("tmem", "")), r["taddr"], r["warp"],
-                                     r.get("split"))
+        tmem, cols = bytes.fromhex(r.get("tmem", "")), r.get("tmem_cols", model.TMEM_COLS)
+        if ins.op == "tcgen05.st":
+            regs = r.get("regs", np.zeros((32, ins.nregs), dtype=np.uint32))   # absent: zeros
+            out = model.tcgen05_st(ins, tmem, r["taddr"], r["warp"], regs, r.get("split"), cols=cols)
+            return {"tmem": emitted_image(r, out.astype("<u4").tobytes(), "tmem")}
+        regs, red = model.tcgen05_ld(ins, tmem, r["taddr"], r["warp"], r.get("split"), cols=cols)
         out = {"regs": regs.tolist()}
         if red is not None:
             out["redval"] = red.tolist()
@@ -236,6 +241,22 @@ def _first_diff(want, got, what: str) -> str:
     return f"{what}: equal"
 
 
+def _image_diff(key: str, want_hex: str, got_hex: str, tmem_cols: int) -> list[str]:
+    """The first differing byte of two images; trailing zero bytes may be left out of either.
+    A Tensor Memory difference is also named by lane and column."""
+    want, got = bytes.fromhex(want_hex), bytes.fromhex(got_hex)
+    n = max(len(want), len(got))
+    want, got = want.ljust(n, b"\0"), got.ljust(n, b"\0")
+    if want == got:
+        return []
+    i = next(k for k, (a, b) in enumerate(zip(want, got)) if a != b)
+    at = f"byte 0x{i:x}"
+    if key == "tmem":
+        lane, col = divmod(i // 4, tmem_cols)
+        at += f" (lane {lane}, column {col})"
+    return [f"{key}: first difference at {at} (expected 0x{want[i]:02x}, got 0x{got[i]:02x})"]
+
+
 def check(rec: Record, produced: dict) -> list[str]:
     """What differs between the record's expectations and what was produced."""
     e, f = rec.expect, []
@@ -251,14 +272,9 @@ def check(rec: Record, produced: dict) -> list[str]:
         f.append(_first_diff(e["regs"], produced.get("regs", []), "regs"))
     if "redval" in e and e["redval"] != produced.get("redval"):
         f.append(f"redval: expected {e['redval'][:4]}…, got {str(produced.get('redval'))[:60]}")
-    if "smem" in e:
-        # trailing zero bytes may be left out of either image
-        want, got = bytes.fromhex(e["smem"]), bytes.fromhex(produced.get("smem", ""))
-        n = max(len(want), len(got))
-        want, got = want.ljust(n, b"\0"), got.ljust(n, b"\0")
-        if want != got:
-            i = next(k for k, (a, b) in enumerate(zip(want, got)) if a != b)
-            f.append(f"smem: first difference at byte 0x{i:x} (expected 0x{want[i]:02x}, got 0x{got[i]:02x})")
+    for key in ("smem", "tmem"):
+        if key in e:
+            f += _image_diff(key, e[key], produced.get(key, ""), rec.raw.get("tmem_cols", model.TMEM_COLS))
     if "wavefronts" in e and e["wavefronts"] != produced.get("wavefronts"):
         f.append(f"wavefronts: expected {e['wavefronts']}, got {produced.get('wavefronts')}")
     return f

@@ -16,7 +16,7 @@ from pathlib import Path
 
 __all__ = ["TARGETS", "generate", "ptxas_path", "ptxas_verdicts", "ptxas_extra"]
 
-TARGETS = ("sm_90a", "sm_100a", "sm_103a", "sm_120a")
+TARGETS = ("sm_90a", "sm_100a", "sm_103a", "sm_110a", "sm_120a")
 
 
 def _vec(n: int, f64: bool = False) -> str:
@@ -122,6 +122,27 @@ def _tcgen05(rng: random.Random) -> list[str]:
             tail = f", {rng.choice([0, 2, 16, 64])}" if split else ""
             regs = _vec(min(nregs, 256))
             out.append(f"{head}.{'.'.join(quals)} {regs}{redval}, [%r300]{tail};")
+    # tcgen05.st: the load's shapes and .num, .unpack::16b, and the load's qualifiers by mistake
+    for shape, num, pack in itertools.product(_TC_SHAPES, _TC_NUMS, ("", "unpack::16b", "pack::16b")):
+        natural = per[shape] * int(num[1:])
+        for variant in range(6):
+            if rng.random() > 0.5:
+                continue
+            nregs = natural if variant else rng.choice([natural + 1, max(1, natural // 2)])
+            quals = ["sync", "aligned", shape, num] + [pack] * bool(pack)
+            roll = rng.random()
+            if roll < 0.05:
+                quals += ["min"]
+            elif roll < 0.08:
+                quals = ["red"] + quals + ["max"]
+            quals += ["b32"] if rng.random() < 0.93 else [rng.choice(["f32", "u32", "b16"])]
+            if rng.random() < 0.2:
+                quals = _shuffle_middle(rng, quals)
+            split = shape == "16x32bx2"
+            if rng.random() < 0.1:
+                split = not split
+            mid = f", {rng.choice([0, 2, 16, 64, -16])}" if split else ""
+            out.append(f"tcgen05.st.{'.'.join(quals)} [%r300]{mid}, {_vec(min(nregs, 256))};")
     return out
 
 
@@ -169,6 +190,9 @@ def _listed(rng: random.Random) -> list[str]:
                                      ("max", "s32", [])):
                     q = ["sync", "aligned", shape, num, op] + mods + [ty]
                     out.append(f"tcgen05.ld.red.{'.'.join(q)} {_vec(n)}, %r301, [%r300]{tail};")
+            for unpack in (0, 1):
+                q = ["sync", "aligned", shape, num] + ["unpack::16b"] * unpack + ["b32"]
+                out.append(f"tcgen05.st.{'.'.join(q)} [%r300]{tail}, {_vec(n)};")
     return out
 
 

@@ -121,7 +121,9 @@ def test_stmatrix_m16n8_matches_cute(num):
                 assert tuple(T[t, r, b]) == (row, v // 8)
 
 
-# ---- tcgen05.ld (SM100_TMEM_LOAD_* traits) --------------------------------------------
+# ---- tcgen05.ld / tcgen05.st (SM100_TMEM_LOAD_* and SM100_TMEM_STORE_* traits) -------------
+# The store traits take the load's DstLayout as their SrcLayout (the registers), so one table
+# checks both directions.
 # name: (bits per lane of ValID, DstLayout shape, DstLayout stride); ValID is
 # (bits, 16 or 32 lanes) : (1, lane); for the _16b variants the ValID splits each 32-bit
 # column into its low 16 bits (shape ((16, 2·cols), lanes) : ((1, 32), lane)).
@@ -139,9 +141,10 @@ TMEM = {
 }
 
 
+@pytest.mark.parametrize("op", ["tcgen05.ld", "tcgen05.st"])
 @pytest.mark.parametrize("pack", [False, True])
 @pytest.mark.parametrize("shape,num", sorted(TMEM))
-def test_tmem_layout_matches_cute(shape, num, pack):
+def test_tmem_layout_matches_cute(shape, num, pack, op):
     bits, dshape, dstride = TMEM[(shape, num)]
     # With .pack::16b each reference bit pair of 16 is the low half of one physical column.
     col_bits = 16 if pack else 32
@@ -149,8 +152,13 @@ def test_tmem_layout_matches_cute(shape, num, pack):
     split = bits // 2 // col_bits if shape == "16x32bx2" else None
     n = ptx.TCGEN05_REGS_PER_X1[shape] * num
     regs = "{" + ", ".join(f"%r{i}" for i in range(n)) + "}"
-    ins = ptx.parse(f"tcgen05.ld.sync.aligned.{shape}.x{num}{'.pack::16b' if pack else ''}.b32 "
-                    f"{regs}, [%r99]" + (f", {split}" if split is not None else ""), "sm_100a")
+    tail = f", {split}" if split is not None else ""
+    if op == "tcgen05.ld":
+        ins = ptx.parse(f"tcgen05.ld.sync.aligned.{shape}.x{num}{'.pack::16b' if pack else ''}.b32 "
+                        f"{regs}, [%r99]{tail}", "sm_100a")
+    else:
+        ins = ptx.parse(f"tcgen05.st.sync.aligned.{shape}.x{num}{'.unpack::16b' if pack else ''}.b32 "
+                        f"[%r99]{tail}, {regs}", "sm_100a")
     T = layouts.tmem_table(ins).astype(int)
     for t in range(32):
         for r in range(n):

@@ -227,6 +227,67 @@ def test_16x32bx2_split_and_pack():
             assert regs[t, r] == want
 
 
+# ---- tcgen05.st: the mirror of tcgen05.ld (spec: each register goes where the load reads it)
+
+def test_st_32x32b_writes_lane_per_thread_and_nothing_else():
+    tm = _tmem()
+    regs = RNG.integers(0, 1 << 32, size=(32, 8), dtype=np.uint64).astype(np.uint32)
+    ins = P("tcgen05.st.sync.aligned.32x32b.x8.b32")
+    out = model.tcgen05_st(ins, tm, (32 << 16) | 200, warp=5, regs=regs)
+    want = tm.copy()
+    want[32:64, 200:208] = regs           # PTX text: thread t owns lane t, register r column r
+    assert (out == want).all()
+    assert not (out == tm).all()           # the input image is untouched
+    with pytest.raises(ModelError, match="thread 0 writes lane 32"):
+        model.tcgen05_st(ins, tm, (32 << 16), warp=0, regs=regs)
+    with pytest.raises(ModelError, match="beyond column 511"):
+        model.tcgen05_st(ins, tm, 505, warp=0, regs=regs)
+    with pytest.raises(ModelError, match="regs must have shape"):
+        model.tcgen05_st(ins, tm, 0, warp=0, regs=regs[:, :4])
+
+
+@pytest.mark.parametrize("form", ["16x64b.x4", "16x128b.x2", "16x256b.x1", "32x32b.x16",
+                                  "16x32bx2.x8", "16x64b.x2.unpack::16b", "16x256b.x2.unpack::16b",
+                                  "32x32b.x4.unpack::16b"])
+def test_st_then_ld_is_identity(form):
+    tm = _tmem()
+    st = P(f"tcgen05.st.sync.aligned.{form}.b32")
+    ld = P(f"tcgen05.ld.sync.aligned.{form.replace('unpack', 'pack')}.b32")
+    regs = RNG.integers(0, 1 << 32, size=(32, st.nregs), dtype=np.uint64).astype(np.uint32)
+    split = 64 if st.shape == "16x32bx2" else None
+    out = model.tcgen05_st(st, tm, (96 << 16) | 128, 3, regs, split=split)
+    back, _ = model.tcgen05_ld(ld, out, (96 << 16) | 128, 3, split=split)
+    assert (back == regs).all()
+    changed = (out != tm).sum()
+    cells = st.nregs * 32 * (2 if st.pack else 1)
+    assert changed <= cells and changed > cells * 0.9   # random data: nearly every cell changes
+
+
+def test_st_unpack_zeroes_the_upper_halves():
+    tm = np.full((128, 512), 0xFFFFFFFF, np.uint32)
+    ins = P("tcgen05.st.sync.aligned.32x32b.x1.unpack::16b.b32")
+    regs = np.full((32, 1), 0x12345678, np.uint32)
+    out = model.tcgen05_st(ins, tm, 0, 0, regs)
+    assert (out[0:32, 0] == 0x5678).all() and (out[0:32, 1] == 0x1234).all()
+    assert (out[0:32, 2] == 0xFFFFFFFF).all() and (out[32:, 0] == 0xFFFFFFFF).all()
+
+
+def test_st_split_halves_must_not_overlap():
+    tm = _tmem()
+    ins = P("tcgen05.st.sync.aligned.16x32bx2.x4.b32")
+    regs = np.zeros((32, 4), np.uint32)
+    model.tcgen05_st(ins, tm, 0, 0, regs, split=4)           # adjacent halves: fine
+    with pytest.raises(ModelError, match="halves would overlap"):
+        model.tcgen05_st(ins, tm, 0, 0, regs, split=3)
+    with pytest.raises(ModelError, match="needs immHalfSplitoff"):
+        model.tcgen05_st(ins, tm, 0, 0, regs)
+    pk = P("tcgen05.st.sync.aligned.16x32bx2.x4.unpack::16b.b32")
+    with pytest.raises(ModelError, match="less than the 8 columns"):
+        model.tcgen05_st(pk, tm, 0, 0, regs, split=4)
+    with pytest.raises(ModelError, match="cannot run tcgen05.ld"):
+        model.tcgen05_st(P("tcgen05.ld.sync.aligned.32x32b.x1.b32"), tm, 0, 0, regs)
+
+
 def _f(x):
     return int(np.array(x, np.float32).view(np.uint32))
 

@@ -1,6 +1,6 @@
 """ptx.parse: forms of the PTX texts, and the exact refusals for forms they forbid.
 
-Expected values come from the PTX texts in ../shared/spec (syntax, Table 49, Target ISA notes).
+Expected values come from the PTX ISA 9.0 texts (syntax, Table 49, Target ISA notes).
 """
 
 import pytest
@@ -48,6 +48,9 @@ def test_text_round_trips():
     ("tcgen05.ld.sync.aligned.16x256b.x32.b32", 128),
     ("tcgen05.ld.sync.aligned.16x128b.x64.b32", 128),
     ("tcgen05.ld.sync.aligned.32x32b.x128.pack::16b.b32", 128),
+    ("tcgen05.st.sync.aligned.16x256b.x32.b32", 128),
+    ("tcgen05.st.sync.aligned.16x128b.x4.unpack::16b.b32", 8),
+    ("tcgen05.st.sync.aligned.16x32bx2.x128.b32", 128),
 ])
 def test_register_counts(text, nregs):
     assert parse(text, "sm_100a").nregs == nregs
@@ -92,7 +95,18 @@ def test_register_counts(text, nregs):
     ("tcgen05.ld.sync.aligned.32x32b.x2.b32", "sm_120a", "tcgen05.ld is not supported on target sm_120a"),
     ("tcgen05.ld.sync.aligned.32x32b.x2.b32", "sm_103", "not supported on target sm_103 "),
     ("tcgen05.ld.sync.aligned.32x32b.x2.f32", "sm_100a", "takes .b32"),
-    ("tcgen05.st.sync.aligned.32x32b.x2.b32", "sm_100a", "unknown instruction"),
+    ("tcgen05.cp.cta_group::1.128x256b", "sm_100a", "unknown instruction"),
+    ("tcgen05.st.sync.aligned.32x32b.x2.pack::16b.b32", "sm_100a", "takes .unpack::16b"),
+    ("tcgen05.ld.sync.aligned.32x32b.x2.unpack::16b.b32", "sm_100a", "takes .pack::16b"),
+    ("tcgen05.st.red.sync.aligned.32x32b.x2.min.u32", "sm_103a", "tcgen05.st has no reduction"),
+    ("tcgen05.st.sync.aligned.32x32b.x2.min.u32", "sm_103a", "tcgen05.st has no reduction"),
+    ("tcgen05.st.sync.aligned.32x32b.x2.u32", "sm_100a", "takes .b32"),
+    ("tcgen05.st.sync.aligned.16x256b.x64.b32", "sm_100a", "not a valid combination"),
+    ("tcgen05.st.sync.aligned.16x32bx2.x2.b32 [t], {r0, r1}", "sm_100a", "takes 3 operands"),
+    ("tcgen05.st.sync.aligned.32x32b.x2.b32 {r0, r1}, [t]", "sm_100a", "expected an address operand"),
+    ("tcgen05.st.sync.aligned.32x32b.x2.b32 [t], {r0, r1, r2}", "sm_100a", "needs 2 register(s)"),
+    ("tcgen05.st.sync.aligned.32x32b.x2.b32", "sm_90a", "tcgen05.st is not supported on target sm_90a"),
+    ("tcgen05.st.sync.aligned.32x32b.x2.b32", "sm_120a", "tcgen05.st is not supported on target sm_120a"),
     ("ldmatrix.sync.aligned.m8n8.x1.b16", "sm_99", "unknown target"),
     ("ldmatrix.sync.aligned.m8n8.x1.b16", "sm_89a", "takes no 'a' suffix"),
     ("ldmatrix.sync.aligned.m8n8.x1.b16", "compute_90", "is not of the form"),
@@ -109,6 +123,20 @@ def test_half_split_operand():
     assert ins.split == 16
     with pytest.raises(PtxError, match="immHalfSplitoff must be an integer immediate"):
         parse("tcgen05.ld.sync.aligned.16x32bx2.x2.b32 {r0, r1}, [t], r5;", "sm_100a")
+
+
+def test_tcgen05_st_operands_and_order():
+    ins = parse("tcgen05.st.sync.aligned.16x32bx2.x2.unpack::16b.b32 [t], 32, {r0, r1};", "sm_100a")
+    assert (ins.op, ins.split, ins.pack, ins.nregs, ins.is_load) == ("tcgen05.st", 32, True, 2, False)
+    assert parse(ins.text, "sm_100a") == parse(ins.text, "sm_100a")
+    assert parse(ins.text, "sm_100a").form == ins.form
+    other = parse("tcgen05.st.x2.unpack::16b.aligned.16x32bx2.sync.b32 [t], 32, {r0, r1};", "sm_100a")
+    assert other.form == ins.form
+    for ok in ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f", "sm_101a"):
+        parse("tcgen05.st.sync.aligned.32x32b.x1.b32", ok)
+    for bad in ("sm_90a", "sm_100", "sm_120a", "sm_120f"):
+        with pytest.raises(PtxError, match="tcgen05.st is not supported"):
+            parse("tcgen05.st.sync.aligned.32x32b.x1.b32", bad)
 
 
 def test_family_targets_and_rename():

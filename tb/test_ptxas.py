@@ -25,6 +25,14 @@ def assembler():
     return path
 
 
+FAMILIES = ("ldmatrix", "stmatrix", "wmma", "tcgen05.ld", "tcgen05.st")
+
+
+def _family(text):
+    head = text.split()[0]
+    return ".".join(head.split(".")[:2]) if head.startswith("tcgen05") else head.split(".")[0]
+
+
 def _ours(text, target):
     try:
         ptx.parse(text, target)
@@ -36,8 +44,8 @@ def _ours(text, target):
 
 def test_enough_texts_of_every_family(texts):
     assert len(texts) >= 5000
-    fams = collections.Counter(t.split(".")[0] for t in texts)
-    assert set(fams) == {"ldmatrix", "stmatrix", "wmma", "tcgen05"}
+    fams = collections.Counter(_family(t) for t in texts)
+    assert set(fams) == set(FAMILIES)
     assert min(fams.values()) >= 400
 
 
@@ -48,7 +56,7 @@ def test_verdicts_match_ptxas(texts, assembler, target):
     wrong = []
     for text, theirs in zip(texts, verdicts):
         ours, msg = _ours(text, target)
-        fam = text.split(".")[0]
+        fam = _family(text)
         counts[(fam, theirs)] += 1
         if ours == theirs:
             counts["agree"] += 1
@@ -62,8 +70,14 @@ def test_verdicts_match_ptxas(texts, assembler, target):
     print(f"\n{target}: {len(texts)} texts, {counts['agree']} agree, {counts['documented']} "
           f"documented ptxas extras; legal/illegal per family: "
           + ", ".join(f"{f} {counts[(f, True)]}/{counts[(f, False)]}"
-                      for f in ("ldmatrix", "stmatrix", "wmma", "tcgen05")))
+                      for f in FAMILIES))
     assert not wrong, f"{len(wrong)} disagreements:\n" + "\n".join(wrong[:30])
     # both verdicts occur in every family on targets that have the newer forms
     for fam in ("ldmatrix", "stmatrix", "wmma"):
         assert counts[(fam, True)] and counts[(fam, False)]
+    # Tensor Memory exists on the sm_100 / sm_103 / sm_110 families only
+    for fam in ("tcgen05.ld", "tcgen05.st"):
+        if target in ("sm_90a", "sm_120a"):
+            assert counts[(fam, True)] == 0
+        else:
+            assert counts[(fam, True)] and counts[(fam, False)]

@@ -156,3 +156,33 @@ def test_replay_rejects_a_memory_the_unit_cannot_have(tmp_path, capsys):
     p = _write(tmp_path, [{"instr": "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "addr": [0] * 32}])
     assert cli.main(["replay", str(p), "--backend", "rtl", "--smem-bytes", "1000"]) == 2
     assert "smem_bytes must be a multiple of banks * bank_bytes = 128, not 1000" in capsys.readouterr().err
+
+
+def test_tcgen05_st_records(tmp_path):
+    """A tcgen05.st record stores its regs; expect.tmem is the whole image after, lane-major,
+    trailing zeros left out; a wrong word is named by lane and column. Expected values from the
+    PTX text: 32x32b puts thread t's register r in lane taddr.lane + t, column taddr.column + r."""
+    st = "tcgen05.st.sync.aligned.32x32b.x2.b32"
+    regs = [[0x1000 + t, 0x2000 + t] for t in range(32)]
+    img = bytearray(128 * 64 * 4)                       # tmem_cols 64: a lane is 256 bytes
+    for t in range(32):
+        for r in range(2):
+            i = ((32 + t) * 64 + 5 + r) * 4
+            img[i:i + 4] = regs[t][r].to_bytes(4, "little")
+    want = bytes(img).rstrip(b"\0").hex()
+    recs = [{"instr": st, "taddr": (32 << 16) | 5, "warp": 1, "tmem_cols": 64, "regs": regs,
+             "expect": {"tmem": want}},
+            {"instr": st, "taddr": (32 << 16) | 63, "warp": 1, "tmem_cols": 64, "regs": regs,
+             "expect": {"error": "beyond column 63"}},
+            {"instr": st, "taddr": 5, "warp": 1, "tmem_cols": 64, "regs": regs,
+             "expect": {"error": "outside warp 1's quadrant"}}]
+    outs = list(trace.run(trace.load(_write(tmp_path, recs)), trace.ModelBackend()))
+    assert [o.passed for o in outs] == [True, True, True], [o.failures for o in outs]
+    assert outs[0].record.space == "tensor"
+    bad = bytearray.fromhex(want)
+    i = ((32 + 3) * 64 + 6) * 4
+    bad[i] ^= 0xFF
+    recs[0]["expect"]["tmem"] = bad.hex()
+    out = next(trace.run(trace.load(_write(tmp_path, recs[:1])), trace.ModelBackend()))
+    assert out.failures == [f"tmem: first difference at byte 0x{i:x} (lane 35, column 6) "
+                            f"(expected 0x{bad[i]:02x}, got 0x{bad[i] ^ 0xFF:02x})"]
