@@ -34,7 +34,7 @@ CYCLE_BITS = 8
 FMT_BITS = 2
 
 
-class Error(enum.Enum, shape=unsigned(3)):
+class Error(enum.Enum, shape=unsigned(4)):
     """Error code of a result beat."""
 
     #: The instruction completed.
@@ -50,6 +50,13 @@ class Error(enum.Enum, shape=unsigned(3)):
     #: A wmma.load stride below the leading dimension, or not a multiple of 16 bytes (of the
     #: whole line, where a line is narrower).
     STRIDE = 5
+    #: Tensor Memory: a lane outside the warp's quadrant.
+    QUADRANT = 6
+    #: Tensor Memory: a column past the last one.
+    COLUMNS = 7
+    #: Tensor Memory: immHalfSplitoff missing (.16x32bx2), negative, given to another shape, or
+    #: so small that a store's two halves overlap.
+    SPLIT = 8
 
 
 def instr_layout(p: Params) -> data.StructLayout:

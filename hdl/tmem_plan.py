@@ -1,0 +1,151 @@
+"""How a Tensor Memory quadrant runs each tcgen05.ld / tcgen05.st form: its schedule of column
+reads or writes, generated from :func:`tensorlsu.sim.layouts.tmem_table` (never by hand).
+
+The quadrant's memory has two column ports: in one step each reads (or writes) one column of
+all 32 lanes. Every register of every form touches the *same* columns in all the lanes it uses
+(the table's column never depends on the lane), so a step is two (column offset, half) pairs,
+one per port. A result *beat* carries one or two whole registers; it is assembled over the
+steps that read its columns.
+
+A form repeats with a *period* of registers: register ``p·R + i`` touches the cells of register
+``i`` moved ``p·C`` columns on (``R``, ``C``: :attr:`Plan.period_regs`, :attr:`Plan.period_cols`).
+The plan lists the beats of one period; :func:`plan` checks that the whole form is that period
+repeated.
+
+Loads pair registers into beats where two registers need at most two steps per register
+together (32x32b: two columns; 16x128b / 16x256b: registers that share their columns, in
+different lanes). Stores take one register per beat (the store port's beat).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tensorlsu.sim import layouts, ptx
+from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1, Instr
+
+__all__ = ["PORTS", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "lanes_of", "cols_of"]
+
+#: Column ports of a quadrant's memory (columns read or written per step).
+PORTS = 2
+#: The shapes in the order of their code in the instruction port.
+SHAPES = ("32x32b", "16x32bx2", "16x64b", "16x128b", "16x256b")
+#: .num values, in the order of their code (log2).
+NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One column of one lane: ``off`` columns after taddr's column (plus immHalfSplitoff when
+    ``half``), in lane ``lane`` after taddr's lane."""
+
+    off: int
+    half: int
+    lane: int
+
+
+@dataclass(frozen=True)
+class Step:
+    """The (column offset, half) each port serves in one step; None: the port is idle."""
+
+    ports: tuple[tuple[int, int] | None, ...]
+
+
+@dataclass(frozen=True)
+class Beat:
+    """Registers ``regs`` of the period (one or two) and the steps that read or write them."""
+
+    regs: tuple[int, ...]
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One form's schedule: :attr:`beats` of one period, repeated :attr:`periods` times."""
+
+    period_regs: int
+    period_cols: int
+    periods: int
+    beats: tuple[Beat, ...]
+    #: 32 or 16: the lanes the form spans from taddr's lane.
+    lanes: int
+    #: Columns the form spans from taddr's column (one half of a .16x32bx2).
+    cols: int
+    #: ``cells[r][t][piece]``: the cell piece ``piece`` of register ``r`` of thread ``t`` comes
+    #: from (``piece`` 1 only with 16-bit packing: the register's high half).
+    cells: tuple
+
+
+def lanes_of(shape: str) -> int:
+    """Lanes a shape spans."""
+    return 32 if shape == "32x32b" else 16
+
+
+def cols_of(shape: str, num: int, pack: bool) -> int:
+    """Columns one access of the shape spans (one half of .16x32bx2)."""
+    width = {"32x32b": 1, "16x32bx2": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8}[shape]
+    return width * num * (2 if pack else 1)
+
+
+def _instr(op: str, shape: str, num: int, pack: bool) -> Instr:
+    q = "pack::16b" if op == "tcgen05.ld" else "unpack::16b"
+    return ptx.parse(f"{op}.sync.aligned.{shape}.x{num}{'.' + q if pack else ''}.b32", "sm_100a")
+
+
+def _reg_cells(T, r: int, pack: bool) -> tuple:
+    """Per thread, the cells of register ``r``: one, or two (low half, high half) packed."""
+    out = []
+    for t in range(T.shape[0]):
+        lane, col, half = (int(x) for x in T[t, r])
+        if pack:
+            out.append((Cell(2 * col, half, lane), Cell(2 * col + 1, half, lane)))
+        else:
+            out.append((Cell(col, half, lane),))
+    return tuple(out)
+
+
+def _columns(cells_of_regs) -> list[tuple[int, int]]:
+    return sorted({(c.off, c.half) for reg in cells_of_regs for th in reg for c in th})
+
+
+def _steps(cols: list[tuple[int, int]]) -> tuple[Step, ...]:
+    out = []
+    for k in range(0, len(cols), PORTS):
+        ports = tuple(cols[k:k + PORTS])
+        out.append(Step(ports + (None,) * (PORTS - len(ports))))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def plan(op: str, shape: str, num: int, pack: bool) -> Plan:
+    """The schedule of ``op`` (``tcgen05.ld`` or ``tcgen05.st``) of one shape, .num and
+    packing (.red forms run as the plain load of their shape)."""
+    ins = _instr(op, shape, num, pack)
+    T = layouts.tmem_table(ins)
+    per = TCGEN05_REGS_PER_X1[shape]
+    cells = tuple(_reg_cells(T, r, pack) for r in range(ins.nregs))
+    # one period: two registers, or the registers of one .x1 when that is more
+    pr = min(ins.nregs, max(per, 2) if op == "tcgen05.ld" else per)
+    pc = cols_of(shape, pr // per, pack) if pr >= per else cols_of(shape, 1, pack)
+    periods = ins.nregs // pr
+    for r in range(ins.nregs):
+        p, i = divmod(r, pr)
+        moved = tuple(tuple(Cell(c.off + p * pc, c.half, c.lane) for c in th) for th in cells[i])
+        assert cells[r] == moved, (op, shape, num, pack, r)
+    regs = list(range(pr))
+    if op == "tcgen05.st" or pr == 1:
+        groups = [(r,) for r in regs]
+    else:
+        # pair the period's registers so that the beats need the fewest steps
+        best = None
+        for order in itertools.permutations(regs):
+            pairs = [tuple(sorted(order[k:k + 2])) for k in range(0, len(order), 2)]
+            cost = sum(len(_steps(_columns([cells[r] for r in g]))) for g in pairs)
+            key = (cost, sorted(pairs))
+            if best is None or key < best[0]:
+                best = (key, sorted(pairs))
+        groups = best[1]
+    beats = tuple(Beat(g, _steps(_columns([cells[r] for r in g]))) for g in groups)
+    return Plan(pr, pc, periods, beats, lanes_of(shape), cols_of(shape, num, pack), cells)

@@ -1,0 +1,190 @@
+"""One Tensor Memory quadrant (hdl/tmem.py) alone, in Amaranth's simulator: random tcgen05.ld /
+tcgen05.st forms, taddrs, splits and data against the model, refusals included, with random
+back-pressure on the result port.
+
+Expected values: tensorlsu.sim.model (tcgen05_ld / tcgen05_st, whose tables are checked against
+CuTe's copy atoms and the PTX text in test_layouts_cute.py and test_model.py)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from stagesim import simulate
+from tensorlsu.hdl.records import Error
+from tensorlsu.hdl.tmem import LANES, Kind, RedType, TmemParams, TmemQuadrant
+from tensorlsu.hdl.tmem_plan import NUMS, SHAPES
+from tensorlsu.sim import model, ptx
+from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
+
+COLS = 64
+
+
+def _random_form(rng):
+    while True:
+        shape = rng.choice(SHAPES)
+        num = rng.choice(NUMS[:5])
+        if TCGEN05_REGS_PER_X1[shape] * num > 128:
+            continue
+        op = rng.choice(["tcgen05.ld", "tcgen05.st"])
+        pack = rng.random() < 0.3
+        red = None
+        if op == "tcgen05.ld" and shape in ("32x32b", "16x32bx2") and num >= 2 and not pack \
+                and rng.random() < 0.4:
+            red = (rng.choice(["min", "max"]), rng.choice(["f32", "u32", "s32"]))
+        q = ("pack::16b" if op == "tcgen05.ld" else "unpack::16b") if pack else ""
+        if red:
+            mods = "".join(x for x in (".abs", ".NaN") if red[1] == "f32" and rng.random() < 0.4)
+            text = f"tcgen05.ld.red.sync.aligned.{shape}.x{num}.{red[0]}{mods}.{red[1]}"
+        else:
+            text = f"{op}.sync.aligned.{shape}.x{num}{'.' + q if q else ''}.b32"
+        return ptx.parse(text, "sm_103a")
+
+
+def _case(rng, quadrant):
+    ins = _random_form(rng)
+    span = ins.num * (2 if ins.pack else 1) * {"32x32b": 1, "16x32bx2": 1, "16x64b": 2,
+                                                "16x128b": 4, "16x256b": 8}[ins.shape]
+    wide = ins.shape == "32x32b"
+    lane = 32 * quadrant + (0 if wide else rng.randrange(17))
+    split = None
+    if ins.shape == "16x32bx2":
+        split = rng.randrange(span, span + 8)
+    col = rng.randrange(max(1, COLS - span - (split or 0) + 1))
+    warp = quadrant + 4 * rng.randrange(2)
+    r = rng.random()
+    if r < 0.05:
+        lane = 32 * quadrant + rng.choice([1, 17, 40])          # outside the quadrant
+    elif r < 0.10:
+        col = COLS - rng.randrange(1, 3)                          # past the last column
+    elif r < 0.13 and ins.shape == "16x32bx2":
+        split = rng.choice([None, -4, 0])                         # missing, negative, overlapping
+    return ins, (lane << 16) | col, warp, split
+
+
+def _drive(ctx, dut, ins, taddr, warp, split):
+    p = dut.instr.payload
+    red_type = {"f32": RedType.F32, "u32": RedType.U32, "s32": RedType.S32}.get(ins.type, RedType.F32)
+    fields = {"store": ins.op == "tcgen05.st", "shape_id": SHAPES.index(ins.shape),
+              "num_log2": NUMS.index(ins.num), "pack": ins.pack, "red": ins.red is not None,
+              "red_max": ins.red == "max", "red_type": red_type, "abs": ins.abs, "nan": ins.nan,
+              "taddr": taddr, "warp": warp % 4, "split": split or 0, "has_split": split is not None}
+    for k, v in fields.items():
+        ctx.set(getattr(p, k), v)
+    ctx.set(dut.instr.valid, 1)
+
+
+async def _run(ctx, dut, rng, ins, taddr, warp, split, regs, quadrant):
+    """One instruction: its beats; returns (regs or None, redval or None, error)."""
+    _drive(ctx, dut, ins, taddr, warp, split)
+    await ctx.tick().until(dut.instr.ready)   # taken at this edge
+    ctx.set(dut.instr.valid, 0)
+    got = np.zeros((LANES, ins.nregs), np.uint32)
+    seen = np.zeros(ins.nregs, bool)
+    redval, sent = None, 0
+    for _ in range(4000):
+        if ins.op == "tcgen05.st" and sent < ins.nregs:
+            ctx.set(dut.store.valid, 1)
+            ctx.set(dut.store.payload, [int(x) for x in regs[:, sent]])
+        else:
+            ctx.set(dut.store.valid, 0)
+        ready = rng.random() < 0.8
+        ctx.set(dut.result.ready, ready)
+        await ctx.delay(1e-8)
+        took_store = ctx.get(dut.store.valid) and ctx.get(dut.store.ready)
+        beat = None
+        if ready and ctx.get(dut.result.valid):
+            r = dut.result.payload
+            beat = {"kind": ctx.get(r.kind), "last": ctx.get(r.last), "error": ctx.get(r.error),
+                    "reg": ctx.get(r.reg), "reg2": ctx.get(r.reg2), "two": ctx.get(r.two),
+                    "data": [[ctx.get(r.data[s][t]) for t in range(LANES)] for s in (0, 1)]}
+        await ctx.tick()
+        sent += bool(took_store)
+        if beat is None:
+            continue
+        if beat["error"] != Error.NONE or beat["kind"] == Kind.DONE:
+            assert beat["last"]
+            ctx.set(dut.store.valid, 0)
+            return None, None, beat["error"]
+        if beat["kind"] == Kind.REDVAL:
+            assert beat["last"]
+            return got, np.array(beat["data"][0], np.uint32), Error.NONE
+        regs_in = [beat["reg"]] + ([beat["reg2"]] if beat["two"] else [])
+        for s, reg in enumerate(regs_in):
+            assert not seen[reg], f"register {reg} twice"
+            seen[reg] = True
+            got[:, reg] = beat["data"][s]
+        if beat["last"]:
+            assert seen.all(), "last beat before every register"
+            return got, None, Error.NONE
+    raise AssertionError("no last beat")
+
+
+async def _fill(ctx, dut, image):
+    for c in range(COLS):
+        ctx.set(dut.fill.valid, 1)
+        ctx.set(dut.fill.payload.col, c)
+        ctx.set(dut.fill.payload.data, [int(x) for x in image[:, c]])
+        await ctx.tick()
+    ctx.set(dut.fill.valid, 0)
+
+
+async def _dump(ctx, dut):
+    out = np.zeros((LANES, COLS), np.uint32)
+    for c in range(COLS):
+        ctx.set(dut.dump_req.valid, 1)
+        ctx.set(dut.dump_req.payload, c)
+        await ctx.tick()
+        ctx.set(dut.dump_req.valid, 0)
+        await ctx.delay(1e-8)
+        assert ctx.get(dut.dump.valid)
+        out[:, c] = [ctx.get(dut.dump.payload[t]) for t in range(LANES)]
+    return out
+
+
+@pytest.mark.parametrize("quadrant,seed", [(0, 1), (3, 2)])
+def test_random_forms_against_the_model(quadrant, seed):
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    dut = TmemQuadrant(TmemParams(COLS), quadrant)
+    tm = nrng.integers(0, 1 << 32, size=(128, COLS), dtype=np.uint64).astype(np.uint32)
+    lanes = slice(32 * quadrant, 32 * quadrant + 32)
+    counts = {"ok": 0, "refused": 0}
+
+    async def bench(ctx):
+        nonlocal tm
+        await _fill(ctx, dut, tm[lanes])
+        for _ in range(30):
+            ins, taddr, warp, split = _case(rng, quadrant)
+            regs = nrng.integers(0, 1 << 32, size=(32, ins.nregs), dtype=np.uint64).astype(np.uint32)
+            if ins.red == "max" or ins.red == "min":   # some NaN and signed-zero data
+                for v in (0x7FC00001, 0x80000000, 0xFF800000):
+                    tm[rng.randrange(128), rng.randrange(COLS)] = v
+                await _fill(ctx, dut, tm[lanes])
+            try:
+                if ins.op == "tcgen05.ld":
+                    want = model.tcgen05_ld(ins, tm, taddr, warp, split, cols=COLS)
+                else:
+                    want = model.tcgen05_st(ins, tm, taddr, warp, regs, split, cols=COLS)
+                refused = None
+            except model.ModelError as e:
+                refused = str(e)
+            got, red, err = await _run(ctx, dut, rng, ins, taddr, warp, split, regs, quadrant)
+            where = f"{ins.form} taddr=0x{taddr:x} warp={warp} split={split}"
+            if refused:
+                assert err != Error.NONE, f"{where}: the model refuses ({refused}), the RTL does not"
+                counts["refused"] += 1
+                continue
+            assert err == Error.NONE, f"{where}: refused with {err}"
+            counts["ok"] += 1
+            if ins.op == "tcgen05.ld":
+                assert (got == want[0]).all(), f"{where}: registers differ"
+                if ins.red:
+                    assert (red == want[1]).all(), f"{where}: redval differs"
+            else:
+                tm = want
+                assert (await _dump(ctx, dut) == tm[lanes]).all(), f"{where}: memory differs"
+        print(counts)
+        assert counts["ok"] >= 15 and counts["refused"] >= 1, counts
+
+    simulate(dut, bench)
