@@ -121,7 +121,7 @@ async def _run(ctx, dut, rng, ins, taddr, warp, split, regs, quadrant):
 
 
 async def _fill(ctx, dut, image):
-    for c in range(COLS):
+    for c in range(image.shape[1]):
         ctx.set(dut.fill.valid, 1)
         ctx.set(dut.fill.payload.col, c)
         ctx.set(dut.fill.payload.data, [int(x) for x in image[:, c]])
@@ -129,9 +129,9 @@ async def _fill(ctx, dut, image):
     ctx.set(dut.fill.valid, 0)
 
 
-async def _dump(ctx, dut):
-    out = np.zeros((LANES, COLS), np.uint32)
-    for c in range(COLS):
+async def _dump(ctx, dut, cols=COLS):
+    out = np.zeros((LANES, cols), np.uint32)
+    for c in range(cols):
         ctx.set(dut.dump_req.valid, 1)
         ctx.set(dut.dump_req.payload, c)
         await ctx.tick()
@@ -187,4 +187,52 @@ def test_random_forms_against_the_model(quadrant, seed):
         print(counts)
         assert counts["ok"] >= 15 and counts["refused"] >= 1, counts
 
+    simulate(dut, bench)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_form_of_a_shape(shape):
+    """Every .num and packing of the shape, load and store (and .red where the shape has it),
+    once each at a random legal taddr, against the model; quadrant 2."""
+    quadrant = 2
+    rng = random.Random(SHAPES.index(shape))
+    nrng = np.random.default_rng(7)
+    lanes = slice(32 * quadrant, 32 * quadrant + 32)
+    forms = []
+    for num in NUMS:
+        if TCGEN05_REGS_PER_X1[shape] * num > 128:
+            continue
+        for op, q in (("tcgen05.ld", "pack::16b"), ("tcgen05.st", "unpack::16b")):
+            for pack in (False, True):
+                forms.append(f"{op}.sync.aligned.{shape}.x{num}{'.' + q if pack else ''}.b32")
+        if shape in ("32x32b", "16x32bx2") and num >= 2:
+            ty = rng.choice(["f32", "u32", "s32"])
+            forms.append(f"tcgen05.ld.red.sync.aligned.{shape}.x{num}.{rng.choice(['min', 'max'])}.{ty}")
+    cols = 512   # the .x128 forms span up to 256 columns: this test's memory has 512
+
+    async def bench(ctx):
+        nonlocal tm
+        await _fill(ctx, dut, tm[lanes])
+        for text in forms:
+            ins = ptx.parse(text, "sm_103a")
+            span = ins.num * (2 if ins.pack else 1) * {"32x32b": 1, "16x32bx2": 1, "16x64b": 2,
+                                                        "16x128b": 4, "16x256b": 8}[shape]
+            split = min(span + rng.randrange(4), cols - span) if shape == "16x32bx2" else None
+            lane = 32 * quadrant + (0 if shape == "32x32b" else rng.randrange(17))
+            col = rng.randrange(cols - span - (split or 0) + 1)
+            taddr = (lane << 16) | col
+            regs = nrng.integers(0, 1 << 32, size=(32, ins.nregs), dtype=np.uint64).astype(np.uint32)
+            got, red, err = await _run(ctx, dut, rng, ins, taddr, quadrant, split, regs, quadrant)
+            assert err == Error.NONE, f"{text}: refused with {err}"
+            if ins.op == "tcgen05.ld":
+                want = model.tcgen05_ld(ins, tm, taddr, quadrant, split, cols=cols)
+                assert (got == want[0]).all(), f"{text} at 0x{taddr:x}: registers differ"
+                if ins.red:
+                    assert (red == want[1]).all(), f"{text}: redval differs"
+            else:
+                tm = model.tcgen05_st(ins, tm, taddr, quadrant, regs, split, cols=cols)
+        assert (await _dump(ctx, dut, cols) == tm[lanes]).all(), "memory differs after the stores"
+
+    dut = TmemQuadrant(TmemParams(cols), quadrant)
+    tm = nrng.integers(0, 1 << 32, size=(128, cols), dtype=np.uint64).astype(np.uint32)
     simulate(dut, bench)
