@@ -29,7 +29,7 @@ from amaranth.lib.wiring import In, Out
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
 
 from .records import Error
-from .tmem_plan import NUMS, PORTS, SHAPES, cols_of, lanes_of, plan
+from .tmem_plan import NUMS, PORTS, SHAPES, cols_of, plan
 
 __all__ = ["TmemParams", "RedType", "Kind", "tmem_instr_layout", "tmem_result_layout",
            "TmemQuadrant", "LANES", "CANONICAL_NAN"]
@@ -187,7 +187,7 @@ class TmemQuadrant(wiring.Component):
         })
 
     # -- the instruction check ---------------------------------------------------------
-    def _check(self, m, ins, keys, classes):
+    def _check(self, m, ins, keys):
         """Error code, class index, periods and lane offset of an instruction."""
         p = self.params
         err = Signal(Error)
@@ -243,7 +243,7 @@ class TmemQuadrant(wiring.Component):
         wr = [mem.write_port(granularity=32) for _ in range(PORTS)]
 
         ins = self.instr.payload
-        err_in, cls_in, periods_in, nregs_in, lane_off_in = self._check(m, ins, keys, classes)
+        err_in, cls_in, periods_in, nregs_in, lane_off_in = self._check(m, ins, keys)
 
         # -- instruction registers ----------------------------------------------------------
         busy = Signal()

@@ -74,14 +74,14 @@ def _drive(ctx, dut, ins, taddr, warp, split):
     ctx.set(dut.instr.valid, 1)
 
 
-async def _run(ctx, dut, rng, ins, taddr, warp, split, regs, quadrant):
+async def _run(ctx, dut, rng, ins, taddr, warp, split, regs):
     """One instruction: its beats; returns (regs or None, redval or None, error)."""
     _drive(ctx, dut, ins, taddr, warp, split)
     await ctx.tick().until(dut.instr.ready)   # taken at this edge
     ctx.set(dut.instr.valid, 0)
     got = np.zeros((LANES, ins.nregs), np.uint32)
     seen = np.zeros(ins.nregs, bool)
-    redval, sent = None, 0
+    sent = 0
     for _ in range(4000):
         if ins.op == "tcgen05.st" and sent < ins.nregs:
             ctx.set(dut.store.valid, 1)
@@ -169,7 +169,7 @@ def test_random_forms_against_the_model(quadrant, seed):
                 refused = None
             except model.ModelError as e:
                 refused = str(e)
-            got, red, err = await _run(ctx, dut, rng, ins, taddr, warp, split, regs, quadrant)
+            got, red, err = await _run(ctx, dut, rng, ins, taddr, warp, split, regs)
             where = f"{ins.form} taddr=0x{taddr:x} warp={warp} split={split}"
             if refused:
                 assert err != Error.NONE, f"{where}: the model refuses ({refused}), the RTL does not"
@@ -184,7 +184,6 @@ def test_random_forms_against_the_model(quadrant, seed):
             else:
                 tm = want
                 assert (await _dump(ctx, dut) == tm[lanes]).all(), f"{where}: memory differs"
-        print(counts)
         assert counts["ok"] >= 15 and counts["refused"] >= 1, counts
 
     simulate(dut, bench)
@@ -222,7 +221,7 @@ def test_every_form_of_a_shape(shape):
             col = rng.randrange(cols - span - (split or 0) + 1)
             taddr = (lane << 16) | col
             regs = nrng.integers(0, 1 << 32, size=(32, ins.nregs), dtype=np.uint64).astype(np.uint32)
-            got, red, err = await _run(ctx, dut, rng, ins, taddr, quadrant, split, regs, quadrant)
+            got, red, err = await _run(ctx, dut, rng, ins, taddr, quadrant, split, regs)
             assert err == Error.NONE, f"{text}: refused with {err}"
             if ins.op == "tcgen05.ld":
                 want = model.tcgen05_ld(ins, tm, taddr, quadrant, split, cols=cols)
