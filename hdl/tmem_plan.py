@@ -26,7 +26,8 @@ from functools import lru_cache
 from tensorlsu.sim import layouts, ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1, Instr
 
-__all__ = ["PORTS", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "lanes_of", "cols_of"]
+__all__ = ["PORTS", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "MAX_REGS", "lanes_of",
+           "cols_of", "Variant", "Schedule", "schedule"]
 
 #: Column ports of a quadrant's memory (columns read or written per step).
 PORTS = 2
@@ -34,6 +35,8 @@ PORTS = 2
 SHAPES = ("32x32b", "16x32bx2", "16x64b", "16x128b", "16x256b")
 #: .num values, in the order of their code (log2).
 NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
+#: Registers a thread has at most in one instruction.
+MAX_REGS = 128
 
 
 @dataclass(frozen=True, order=True)
@@ -149,3 +152,82 @@ def plan(op: str, shape: str, num: int, pack: bool) -> Plan:
         groups = best[1]
     beats = tuple(Beat(g, _steps(_columns([cells[r] for r in g]))) for g in groups)
     return Plan(pr, pc, periods, beats, lanes_of(shape), cols_of(shape, num, pack), cells)
+
+
+# --------------------------------------------------------------------------------------
+# Every form's plan as one table of steps (the quadrant's sequencer walks it)
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Variant:
+    """One step of one class: the row of the step table the sequencer is at."""
+
+    cls: int
+    beat: int
+    step: int
+    ports: tuple            # (off, half) or None per port
+    last_step: bool         # the beat's last step
+    last_beat: bool         # the period's last beat
+    regs: tuple             # the beat's registers in the period
+    #: load: ((slot, thread, piece), (port, lane)) pieces this step delivers;
+    #: store: ((port, lane), (thread, piece)) cells this step writes.
+    moves: tuple
+    store: bool
+    packed: bool
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The classes (forms that share their steps: same op, shape, packing and period) and
+    their steps, one :class:`Variant` per row; ``first[c]``: the first row of class ``c``."""
+
+    keys: tuple             # (op, shape, pack, period_regs) per class
+    plans: tuple            # a representative Plan per class
+    first: tuple
+    variants: tuple
+
+    def cls_of(self, op: str, shape: str, num: int, pack: bool) -> int:
+        pl = plan(op, shape, num, pack)
+        return self.keys.index((op, shape, pack, pl.period_regs))
+
+    def forms(self):
+        """(op, shape, num, pack) of every form, .red ones aside (they run as the plain load)."""
+        for op in ("tcgen05.ld", "tcgen05.st"):
+            for shape in SHAPES:
+                for pack in (False, True):
+                    for num in NUMS:
+                        if TCGEN05_REGS_PER_X1[shape] * num <= MAX_REGS:
+                            yield op, shape, num, pack
+
+
+@lru_cache(maxsize=None)
+def schedule() -> Schedule:
+    """The step table of every form."""
+    classes = {}
+    for op, shape, num, pack in Schedule((), (), (), ()).forms():
+        pl = plan(op, shape, num, pack)
+        classes.setdefault((op, shape, pack, pl.period_regs), pl)
+    keys = tuple(sorted(classes, key=str))
+    variants, first = [], []
+    for ci, key in enumerate(keys):
+        op, shape, pack, _ = key
+        pl = classes[key]
+        first.append(len(variants))
+        for bi, beat in enumerate(pl.beats):
+            for si, step in enumerate(beat.steps):
+                where = {pc: p for p, pc in enumerate(step.ports) if pc is not None}
+                moves = []
+                for slot, r in enumerate(beat.regs):
+                    for t, cells in enumerate(pl.cells[r]):
+                        for piece, c in enumerate(cells):
+                            p = where.get((c.off, c.half))
+                            if p is None:
+                                continue
+                            if op == "tcgen05.ld":
+                                moves.append(((slot, t, piece), (p, c.lane)))
+                            else:
+                                moves.append(((p, c.lane), (t, piece)))
+                variants.append(Variant(ci, bi, si, step.ports, si == len(beat.steps) - 1,
+                                        bi == len(pl.beats) - 1, beat.regs, tuple(moves),
+                                        op == "tcgen05.st", pack))
+    return Schedule(keys, tuple(classes[k] for k in keys), tuple(first), tuple(variants))

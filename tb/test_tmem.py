@@ -12,7 +12,8 @@ import pytest
 
 from stagesim import simulate
 from tensorlsu.hdl.records import Error
-from tensorlsu.hdl.tmem import LANES, Kind, RedType, TmemParams, TmemQuadrant
+from tensorlsu.hdl.tmem import TmemQuadrant
+from tensorlsu.hdl.tmem_records import LANES, Kind, TmemParams, instr_fields
 from tensorlsu.hdl.tmem_plan import NUMS, SHAPES
 from tensorlsu.sim import model, ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
@@ -63,14 +64,8 @@ def _case(rng, quadrant):
 
 
 def _drive(ctx, dut, ins, taddr, warp, split):
-    p = dut.instr.payload
-    red_type = {"f32": RedType.F32, "u32": RedType.U32, "s32": RedType.S32}.get(ins.type, RedType.F32)
-    fields = {"store": ins.op == "tcgen05.st", "shape_id": SHAPES.index(ins.shape),
-              "num_log2": NUMS.index(ins.num), "pack": ins.pack, "red": ins.red is not None,
-              "red_max": ins.red == "max", "red_type": red_type, "abs": ins.abs, "nan": ins.nan,
-              "taddr": taddr, "warp": warp % 4, "split": split or 0, "has_split": split is not None}
-    for k, v in fields.items():
-        ctx.set(getattr(p, k), v)
+    for k, v in instr_fields(ins, taddr, warp, split).items():
+        ctx.set(getattr(dut.instr.payload, k), v)
     ctx.set(dut.instr.valid, 1)
 
 

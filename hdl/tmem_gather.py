@@ -1,0 +1,100 @@
+"""The load side of a quadrant: assembles a result beat from the columns its steps read.
+
+Latency 1: the two words a step read (one column of all 32 lanes per port) arrive with the
+step's row of the step table (``var``); with ``take`` they are placed into the beat's
+registers at the clock edge, so the beat is whole the cycle after its last step's data.
+Pieces a step does not deliver keep what earlier steps of the beat placed.
+
+Which piece of which register a word's lane feeds is the schedule's (generated from
+``layouts.tmem_table``): per 16-bit piece of the beat, a table indexed by the step row picks
+one of the few (port, lane, half) sources it ever takes.
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Const, Module, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .tmem_lanes import to_virtual
+from .tmem_plan import PORTS, schedule
+from .tmem_records import LANES
+
+__all__ = ["TmemGather", "beat_layout", "sources"]
+
+HALF_BITS = 16
+
+
+def beat_layout() -> data.ArrayLayout:
+    """Two registers of every thread."""
+    return data.ArrayLayout(data.ArrayLayout(unsigned(32), LANES), 2)
+
+
+def sources():
+    """Per 16-bit piece ``(slot, thread, half)`` of a beat: its candidate sources
+    ``(port, virtual lane, half)`` and, per step row, the index of the one it takes (None: it
+    keeps its value)."""
+    sch = schedule()
+    cands, table = {}, {}
+    for vi, v in enumerate(sch.variants):
+        if v.store:
+            continue
+        for (slot, t, piece), (port, lane) in v.moves:
+            pairs = [((slot, t, piece), (port, lane, 0))] if v.packed else \
+                    [((slot, t, h), (port, lane, h)) for h in (0, 1)]
+            for target, src in pairs:
+                lst = cands.setdefault(target, [])
+                if src not in lst:
+                    lst.append(src)
+                table.setdefault(target, {})[vi] = lst.index(src)
+    return cands, table
+
+
+class TmemGather(wiring.Component):
+    """Members
+    -------
+    words : In(ArrayLayout(unsigned(32 · LANES), PORTS))
+        What the ports read, the cycle after the step was issued.
+    var : In
+        The step row of the words (:func:`~tensorlsu.hdl.tmem_plan.schedule`).
+    lane_off : In
+        taddr's lane from the quadrant's first.
+    take : In(1)
+        Place the words into the beat at this edge.
+    beat : Out(beat_layout())
+    """
+
+    def __init__(self):
+        nvar = len(schedule().variants)
+        super().__init__({
+            "words": In(data.ArrayLayout(unsigned(32 * LANES), PORTS)),
+            "var": In(range(max(nvar, 2))),
+            "lane_off": In(range(LANES + 1)),
+            "take": In(1),
+            "beat": Out(beat_layout()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        nvar = len(schedule().variants)
+        virt = [[Signal(32, name=f"virt{k}_{lane}") for lane in range(LANES)] for k in range(PORTS)]
+        for k in range(PORTS):
+            rotated = to_virtual([self.words[k][32 * lane:32 * lane + 32] for lane in range(LANES)],
+                                 self.lane_off)
+            m.d.comb += [virt[k][lane].eq(rotated[lane]) for lane in range(LANES)]
+        cands, table = sources()
+        selects = {}        # one select per distinct table: pieces of many threads share them
+        for target in sorted(cands):
+            n = len(cands[target])
+            rows = tuple(table[target].get(vi, n) for vi in range(nvar))
+            if rows not in selects:
+                sel = Signal(range(n + 1), name=f"sel{len(selects)}")
+                m.d.comb += sel.eq(Array(Const(r, range(n + 1)) for r in rows)[self.var])
+                selects[rows] = sel
+            sel = selects[rows]
+            srcs = Array(virt[port][lane][HALF_BITS * h:HALF_BITS * h + HALF_BITS]
+                         for port, lane, h in cands[target])
+            slot, t, h = target
+            with m.If(self.take & (sel != n)):
+                m.d.sync += self.beat[slot][t][HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(srcs[sel])
+        return m

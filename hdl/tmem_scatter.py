@@ -1,0 +1,113 @@
+"""The store side of a quadrant: places one source register into the columns a step writes.
+
+Combinational (latency 0): from the register held for the step and the step's row of the
+step table (``var``), the two words to write (one column of all 32 lanes per port) and, per
+port, which lanes to write. With .unpack::16b a register's halves go to the low 16 bits of
+two columns, whose upper 16 bits are written zero (docs/ARCHITECTURE.md).
+
+The placement is the schedule's (generated from ``layouts.tmem_table``): per 16-bit piece
+of a word, a table indexed by the step row picks one of the few (thread, half) sources it
+ever takes.
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Const, Module, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .tmem_lanes import to_physical
+from .tmem_plan import PORTS, schedule
+from .tmem_records import LANES
+
+__all__ = ["TmemScatter", "sources"]
+
+HALF_BITS = 16
+ZERO = "zero"
+
+
+def sources():
+    """Per 16-bit piece ``(port, virtual lane, half)`` of the words: its candidate sources
+    (``(thread, half)`` of the register, or :data:`ZERO`) and, per step row, the index of the
+    one it takes (absent: the lane is not written)."""
+    sch = schedule()
+    cands, table = {}, {}
+    for vi, v in enumerate(sch.variants):
+        if not v.store:
+            continue
+        for (port, lane), (t, piece) in v.moves:
+            pairs = [((port, lane, 0), (t, piece)), ((port, lane, 1), ZERO)] if v.packed else \
+                    [((port, lane, h), (t, h)) for h in (0, 1)]
+            for target, src in pairs:
+                lst = cands.setdefault(target, [])
+                if src not in lst:
+                    lst.append(src)
+                table.setdefault(target, {})[vi] = lst.index(src)
+    return cands, table
+
+
+class TmemScatter(wiring.Component):
+    """Members
+    -------
+    reg : In(ArrayLayout(unsigned(32), LANES))
+        The source register of every thread.
+    var : In
+        The step row (:func:`~tensorlsu.hdl.tmem_plan.schedule`).
+    wide : In(1)
+        The form is 32x32b (all 32 lanes, from the quadrant's first).
+    lane_off : In
+        taddr's lane from the quadrant's first.
+    words : Out(ArrayLayout(unsigned(32 · LANES), PORTS))
+    lanes : Out(ArrayLayout(unsigned(LANES), PORTS))
+        Per port, the lanes to write (the port's enables, before the write strobe).
+    """
+
+    def __init__(self):
+        nvar = len(schedule().variants)
+        super().__init__({
+            "reg": In(data.ArrayLayout(unsigned(32), LANES)),
+            "var": In(range(max(nvar, 2))),
+            "wide": In(1),
+            "lane_off": In(range(LANES + 1)),
+            "words": Out(data.ArrayLayout(unsigned(32 * LANES), PORTS)),
+            "lanes": Out(data.ArrayLayout(unsigned(LANES), PORTS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        nvar = len(schedule().variants)
+        cands, table = sources()
+        selects = {}
+
+        def select(rows, n):
+            if rows not in selects:
+                sel = Signal(range(n + 1), name=f"sel{len(selects)}")
+                m.d.comb += sel.eq(Array(Const(r, range(n + 1)) for r in rows)[self.var])
+                selects[rows] = sel
+            return selects[rows]
+
+        for k in range(PORTS):
+            virt_word, virt_on = [], []
+            for lane in range(LANES):
+                word = Signal(32, name=f"virt{k}_{lane}")
+                on = Signal(name=f"on{k}_{lane}")
+                for h in (0, 1):
+                    target = (k, lane, h)
+                    if target not in cands:
+                        continue
+                    n = len(cands[target])
+                    sel = select(tuple(table[target].get(vi, n) for vi in range(nvar)), n)
+                    srcs = Array(Const(0, HALF_BITS) if s == ZERO else
+                                 self.reg[s[0]][HALF_BITS * s[1]:HALF_BITS * s[1] + HALF_BITS]
+                                 for s in cands[target])
+                    m.d.comb += word[HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(srcs[sel])
+                    if h == 0:
+                        m.d.comb += on.eq(sel != n)
+                virt_word.append(word)
+                virt_on.append(on)
+            placed = to_physical(virt_word, self.wide, self.lane_off)
+            enables = to_physical(virt_on, self.wide, self.lane_off)
+            for lane in range(LANES):
+                m.d.comb += [self.words[k][32 * lane:32 * lane + 32].eq(placed[lane][0]),
+                             self.lanes[k][lane].eq(enables[lane][0] & enables[lane][1])]
+        return m

@@ -1,0 +1,101 @@
+"""The step sequencer of a quadrant: walks an instruction's rows of the step table and gives
+each step's column addresses.
+
+Registered: ``start`` loads the instruction's first row at the clock edge; each ``advance``
+moves to the next row (after a period's last row, back to the class's first row, the columns
+moved one period on). The outputs describe the current row, combinationally.
+
+Assumes ``advance`` is not asserted past the instruction's last step (``final``); addresses
+are 17 bits wide, so a legal taddr column plus immHalfSplitoff never wraps (the check refuses
+columns past the memory first).
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .tmem_plan import MAX_REGS, PORTS, schedule
+
+__all__ = ["TmemSteps", "ADDR_BITS"]
+
+#: Width of a step's column address (a 16-bit taddr column plus a 16-bit split, no wrap).
+ADDR_BITS = 18
+
+
+class TmemSteps(wiring.Component):
+    """Members
+    -------
+    start : In(1)
+        Load the instruction below at this edge.
+    cls, periods, col, split : In
+        Its class, periods, taddr's column and immHalfSplitoff.
+    advance : In(1)
+        The current step was issued: go to the next.
+    var : Out
+        The current row of :func:`~tensorlsu.hdl.tmem_plan.schedule`.
+    addr, on : Out
+        Per port, the column of the current step and whether the port is used.
+    last_step, final : Out(1)
+        The step is its beat's last; the instruction's last.
+    reg, reg2, two : Out
+        The beat's registers (in the instruction) and whether it has two.
+    """
+
+    def __init__(self):
+        sch = schedule()
+        super().__init__({
+            "start": In(1), "cls": In(range(max(len(sch.keys), 2))),
+            "periods": In(range(MAX_REGS + 1)), "col": In(16), "split": In(signed(17)),
+            "advance": In(1),
+            "var": Out(range(max(len(sch.variants), 2))),
+            "addr": Out(data.ArrayLayout(unsigned(ADDR_BITS), PORTS)), "on": Out(PORTS),
+            "last_step": Out(1), "final": Out(1),
+            "reg": Out(range(MAX_REGS)), "reg2": Out(range(MAX_REGS)), "two": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        sch = schedule()
+        rows = sch.variants
+
+        def table(f, shape):
+            return Array(Const(f(v), shape) for v in rows)
+
+        col_off = [table(lambda v, k=k: (v.ports[k] or (0, 0))[0], unsigned(9)) for k in range(PORTS)]
+        col_half = [table(lambda v, k=k: (v.ports[k] or (0, 0))[1], 1) for k in range(PORTS)]
+        port_on = [table(lambda v, k=k: v.ports[k] is not None, 1) for k in range(PORTS)]
+        last_step = table(lambda v: v.last_step, 1)
+        last_beat = table(lambda v: v.last_beat, 1)
+        reg = table(lambda v: v.regs[0], unsigned(7))
+        reg2 = table(lambda v: v.regs[-1], unsigned(7))
+        two = table(lambda v: len(v.regs) == 2, 1)
+        nxt = table(lambda v: rows.index(v) + 1 if not (v.last_step and v.last_beat)
+                    else sch.first[v.cls], unsigned(16))
+        period_cols = Array(Const(pl.period_cols, unsigned(9)) for pl in sch.plans)
+        period_regs = Array(Const(pl.period_regs, unsigned(8)) for pl in sch.plans)
+        first = Array(Const(f, unsigned(16)) for f in sch.first)
+
+        var, cls = self.var, Signal.like(self.cls)
+        period, periods = Signal(range(MAX_REGS + 1)), Signal(range(MAX_REGS + 1))
+        base = Signal(ADDR_BITS)           # taddr's column + period · the period's columns
+        split = Signal(signed(17))
+        with m.If(self.start):
+            m.d.sync += [var.eq(first[self.cls]), cls.eq(self.cls), period.eq(0),
+                         periods.eq(self.periods), base.eq(self.col), split.eq(self.split)]
+        with m.Elif(self.advance):
+            with m.If(last_step[var] & last_beat[var]):
+                m.d.sync += [period.eq(period + 1), base.eq(base + period_cols[cls])]
+            m.d.sync += var.eq(nxt[var])
+
+        for k in range(PORTS):
+            m.d.comb += [self.addr[k].eq(base + col_off[k][var] + Mux(col_half[k][var], split, 0)),
+                         self.on[k].eq(port_on[k][var])]
+        first_reg = Signal(range(MAX_REGS + 1))
+        m.d.comb += [first_reg.eq(period * period_regs[cls]),
+                     self.last_step.eq(last_step[var]),
+                     self.final.eq(last_step[var] & last_beat[var] & (period == periods - 1)),
+                     self.reg.eq(first_reg + reg[var]), self.reg2.eq(first_reg + reg2[var]),
+                     self.two.eq(two[var])]
+        return m
