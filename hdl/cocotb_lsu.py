@@ -32,10 +32,16 @@ class TB:
         self.known = False
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         cocotb.start_soon(self._count())
+        quads = range(4 if layout.tmem_columns else 0)
         for name in ("instr", "store", "fill", "dump_req"):
             getattr(dut, f"{name}__valid").value = 0
+            for q in quads:
+                getattr(dut, f"tmem_{name}__{q}__valid").value = 0
         for name in ("result", "dump"):
             getattr(dut, f"{name}__ready").value = 0
+            for q in quads:
+                getattr(dut, f"tmem_{name}__{q}__ready").value = 0
+        self.tmem = {q: None for q in quads}    # what each quadrant holds, as far as known
 
     async def _count(self):
         while True:
@@ -126,9 +132,76 @@ class TB:
             o["accepted"] = c
         return {"burst": out}
 
+    # -- Tensor Memory ------------------------------------------------------------------
+    async def tmem_load(self, q: int, image: bytes):
+        """Fill the columns of quadrant ``q`` that differ from ``image`` (column-major: 32
+        lanes × 4 bytes per column)."""
+        cb = 4 * self.lay.lanes
+        old = self.tmem[q]
+        for c in range(self.lay.tmem_columns):
+            col = image[c * cb:(c + 1) * cb]
+            if old is not None and old[c * cb:(c + 1) * cb] == col:
+                continue
+            words = [int.from_bytes(col[4 * t:4 * t + 4], "little") for t in range(self.lay.lanes)]
+            await self.put(f"tmem_fill__{q}", self.lay.pack_tmem_fill(c, words))
+        self.tmem[q] = image
+
+    async def tmem_dump(self, q: int) -> bytes:
+        out = bytearray()
+        for c in range(self.lay.tmem_columns):
+            await self.put(f"tmem_dump_req__{q}", c)
+            v = await self.get(f"tmem_dump__{q}")
+            out += v.to_bytes(4 * self.lay.lanes, "little")
+        self.tmem[q] = bytes(out)
+        return bytes(out)
+
+    async def tmem_port(self, q: int, instrs: list[dict]) -> list[dict]:
+        """Run one quadrant's instructions in order: instructions, store beats and results on
+        their own streams; per instruction its beats, the cycle it was taken and the cycle of
+        its last beat."""
+        accepted, out = [], []
+
+        async def send_instrs():
+            for ins in instrs:
+                await self.put(f"tmem_instr__{q}", self.lay.pack_tmem_instr(ins["fields"]))
+                accepted.append(self.cycle)
+
+        async def send_data():
+            for ins in instrs:
+                for beat in ins.get("store", []):
+                    await self.put(f"tmem_store__{q}", self.lay.pack_words(beat))
+
+        a, b = cocotb.start_soon(send_instrs()), cocotb.start_soon(send_data())
+        for _ in instrs:
+            beats = []
+            while True:
+                beats.append(self.lay.unpack_tmem_result(await self.get(f"tmem_result__{q}")))
+                if beats[-1]["last"]:
+                    break
+            out.append({"beats": beats, "done": self.cycle})
+        await a
+        await b
+        for o, c in zip(out, accepted):
+            o["accepted"] = c
+        if any(ins.get("store") for ins in instrs):
+            self.tmem[q] = None
+        return out
+
+    async def tmem_job(self, job: dict) -> dict:
+        """Images in, every quadrant's instructions at once, images out."""
+        for q, image in (job.get("tmem_image") or {}).items():
+            await self.tmem_load(int(q), bytes.fromhex(image))
+        ports = {q: cocotb.start_soon(self.tmem_port(int(q), instrs)) for q, instrs in job["tmem"].items()}
+        res = {"tmem": {q: await t for q, t in ports.items()}}
+        if job.get("tmem_dump"):
+            res["tmem_dump"] = {str(q): (await self.tmem_dump(q)).hex() for q in self.tmem}
+        return res
+
     async def execute(self, job: dict) -> dict:
         if job.get("reset"):
             await self.reset()
+        if "tmem" in job:
+            return await self.tmem_job(job)
         if "burst" in job:
             if job.get("image") is not None:
                 await self.load_image(bytes.fromhex(job["image"]))

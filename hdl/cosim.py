@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import TOP
 
-__all__ = ["Layout", "SIMULATORS", "build", "run_jobs", "RtlBackend"]
+__all__ = ["Layout", "SIMULATORS", "build", "run_jobs", "RtlBackend", "tmem_instr_job", "tmem_outcome"]
 
 SIMULATORS = ("icarus", "verilator")
 
@@ -36,16 +36,53 @@ class Layout:
     result_last: int
     result_cycles: int
     cycle_bits: int
+    error_bits: int
+    #: Tensor Memory columns (0: none) and the (offset, width) of each field of the quadrant
+    #: ports' payloads
+    tmem_columns: int = 0
+    tmem_instr: dict | None = None
+    tmem_result: dict | None = None
+    tmem_fill_data: int = 0
 
     @classmethod
     def of(cls, dut) -> "Layout":
+        from amaranth import Shape
+
         from .lsu import ADDR_BITS, CYCLE_BITS, FORM_BITS
+        from .records import Error
+        from .tmem_records import tmem_fill_layout, tmem_instr_layout, tmem_result_layout
         r = dut.result_layout
+        tmem = dut.params.tmem
+
+        def fields(layout):
+            return {name: (f.offset, Shape.cast(f.shape).width) for name, f in layout}
         return cls(lanes=dut.params.lanes, smem_bytes=dut.params.smem_bytes,
                    line_bytes=dut.params.line_bytes, form_bits=FORM_BITS, addr_bits=ADDR_BITS,
                    line_bits=dut.line_bits, result_error=r["error"].offset,
                    result_last=r["last"].offset, result_cycles=r["cycles"].offset,
-                   cycle_bits=CYCLE_BITS)
+                   cycle_bits=CYCLE_BITS, error_bits=Shape.cast(Error).width,
+                   tmem_columns=tmem.columns if tmem else 0,
+                   tmem_instr=fields(tmem_instr_layout()) if tmem else None,
+                   tmem_result=fields(tmem_result_layout()) if tmem else None,
+                   tmem_fill_data=tmem_fill_layout(tmem)["data"].offset if tmem else 0)
+
+    def pack_tmem_instr(self, fields: dict) -> int:
+        v = 0
+        for name, x in fields.items():
+            off, width = self.tmem_instr[name]
+            v |= (int(x) & ((1 << width) - 1)) << off
+        return v
+
+    def pack_tmem_fill(self, col: int, words) -> int:
+        return col | self.pack_words(words) << self.tmem_fill_data
+
+    def unpack_tmem_result(self, v: int) -> dict:
+        out = {name: (v >> off) & ((1 << width) - 1) for name, (off, width) in self.tmem_result.items()
+               if name != "data"}
+        off = self.tmem_result["data"][0]
+        words = [(v >> (off + 32 * k)) & 0xFFFFFFFF for k in range(2 * self.lanes)]
+        out["data"] = [words[:self.lanes], words[self.lanes:]]
+        return out
 
     def pack_instr(self, form: int, addr, stride: int = 0) -> int:
         """``addr``: 32 row addresses, or one wmma.load matrix address (given to every lane)."""
@@ -68,7 +105,8 @@ class Layout:
 
     def unpack_result(self, v: int) -> dict:
         return {"data": [(v >> (32 * t)) & 0xFFFFFFFF for t in range(self.lanes)],
-                "error": (v >> self.result_error) & 7, "last": (v >> self.result_last) & 1,
+                "error": (v >> self.result_error) & ((1 << self.error_bits) - 1),
+                "last": (v >> self.result_last) & 1,
                 "cycles": (v >> self.result_cycles) & ((1 << self.cycle_bits) - 1)}
 
 
@@ -120,8 +158,11 @@ def _ports_vlt(dut) -> str:
 
 
 def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1024,
-          build_dir: Path | None = None, waves: bool = False, optimize: bool = False):
-    """Emit the Verilog and build the simulator; returns (runner, layout, build_dir)."""
+          tmem_columns: int = 0, build_dir: Path | None = None, waves: bool = False,
+          optimize: bool = False):
+    """Emit the Verilog and build the simulator; returns (runner, layout, build_dir). The unit
+    has Tensor Memory of ``tmem_columns`` columns, or none when 0 (a smaller, faster build for
+    shared-memory work)."""
     if sim not in SIMULATORS:
         raise ValueError(f"unknown simulator {sim!r} (expected one of {', '.join(SIMULATORS)})")
     from cocotb_tools.runner import get_runner
@@ -130,10 +171,11 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
     from .lsu import LoadStoreUnit
     from .params import Params
 
-    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy))
+    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns))
     lay = Layout.of(dut)
     # a waveform build differs (dump module, tracing): keep it in its own folder
     tag = ("_waves" if waves else "") + ("_opt" if optimize and sim == "verilator" else "")
+    tag += f"_tmem{tmem_columns}" if tmem_columns else ""
     build_dir = Path(build_dir or Path("build") / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     src = build_dir / f"{TOP}.v"
@@ -191,7 +233,7 @@ class _Progress(threading.Thread):
 
 
 def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
-             smem_bytes: int = 16 * 1024, seed: int = 1, idle: float = 0.0,
+             smem_bytes: int = 16 * 1024, tmem_columns: int = 0, seed: int = 1, idle: float = 0.0,
              backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None,
              optimize: bool = False, progress: bool = False):
     """Run ``jobs`` in one simulation; returns (results, seconds of simulation). The
@@ -200,8 +242,8 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
     every 10 seconds."""
     from cocotb_tools.runner import get_results
 
-    runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, build_dir=build_dir,
-                              waves=waves, optimize=optimize)
+    runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
+                              build_dir=build_dir, waves=waves, optimize=optimize)
     with tempfile.TemporaryDirectory(dir=bdir) as d:
         jobs_path, res_path = Path(d) / "jobs.json", Path(d) / "results.json"
         jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": jobs}))
@@ -234,14 +276,89 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
 
 
 # --------------------------------------------------------------------------------------
+# Tensor Memory jobs
+# --------------------------------------------------------------------------------------
+
+def tmem_instr_job(ins, taddr: int, warp: int, split=None, regs=None) -> dict:
+    """One quadrant instruction of a ``tmem`` job: its port fields and, for a store, one beat
+    per source register (``regs``: uint32[32, nregs]; absent: zeros)."""
+    from .tmem_records import instr_fields
+    job = {"fields": instr_fields(ins, taddr, warp, split)}
+    if ins.op == "tcgen05.st":
+        job["store"] = [[0] * 32] * ins.nregs if regs is None else \
+            [[int(regs[t][k]) for t in range(32)] for k in range(ins.nregs)]
+    return job
+
+
+def quadrant_image(tmem, q: int) -> str:
+    """The fill image of quadrant ``q`` of ``tmem`` (uint32[128, cols]): column-major hex."""
+    import numpy as np
+    return np.ascontiguousarray(tmem[32 * q:32 * q + 32].T).astype("<u4").tobytes().hex()
+
+
+def tmem_from_dumps(dumps: dict, cols: int):
+    """uint32[128, cols] from the four quadrants' dumps (column-major hex)."""
+    import numpy as np
+    out = np.zeros((128, cols), np.uint32)
+    for q, h in dumps.items():
+        out[32 * int(q):32 * int(q) + 32] = np.frombuffer(bytes.fromhex(h), "<u4").reshape(cols, 32).T
+    return out
+
+
+def tmem_outcome(ins, res: dict) -> dict:
+    """What one quadrant instruction produced, from its beats: ``error`` (a code) or, for a
+    load, ``regs`` (uint32[32, nregs] as lists) and ``redval``. Raises ``AssertionError`` when
+    the beats break the port's rules (a register twice or missing, a beat after the last, a
+    refusal of more than one beat)."""
+    from .records import Error
+    from .tmem_records import Kind
+    beats = res["beats"]
+    assert beats and beats[-1]["last"] and not any(b["last"] for b in beats[:-1]), "last beat misplaced"
+    if beats[-1]["error"] != Error.NONE.value:
+        assert len(beats) == 1 and beats[0]["kind"] == Kind.DONE.value, "a refusal is one DONE beat"
+        return {"error": beats[0]["error"]}
+    assert all(b["error"] == Error.NONE.value for b in beats), "an error before the last beat"
+    if ins.op == "tcgen05.st":
+        assert len(beats) == 1 and beats[0]["kind"] == Kind.DONE.value, "a store gives one DONE beat"
+        return {}
+    regs = [[None] * ins.nregs for _ in range(32)]
+    out = {}
+    for b in beats:
+        if b["kind"] == Kind.REDVAL.value:
+            assert ins.red and b is beats[-1], "a redval beat where none belongs"
+            out["redval"] = list(b["data"][0])
+            continue
+        assert b["kind"] == Kind.REGS.value, f"a beat of kind {b['kind']} in a load"
+        for slot, reg in enumerate([b["reg"]] + ([b["reg2"]] if b["two"] else [])):
+            assert reg < ins.nregs and regs[0][reg] is None, f"register {reg} twice or out of range"
+            for t in range(32):
+                regs[t][reg] = b["data"][slot][t]
+    assert all(x is not None for x in regs[0]), "a register never came"
+    assert (ins.red is not None) == ("redval" in out), "redval beat missing"
+    out["regs"] = regs
+    return out
+
+
+# --------------------------------------------------------------------------------------
 # Trace replay through the RTL
 # --------------------------------------------------------------------------------------
 
-class RtlBackend:
-    """``tensorlsu replay --backend rtl``: all records in one simulation.
+#: What a refusal's error code says, in words the model's messages share.
+_REFUSALS = {"QUADRANT": "lanes outside the warp's quadrant",
+             "COLUMNS": "columns reach beyond the last column",
+             "SPLIT": "immHalfSplitoff missing, negative, not for this shape or overlapping",
+             "UNSUPPORTED": "a form or reduction the unit does not have"}
 
-    Records are collected by :meth:`execute_all`; what the unit lacks (tcgen05.ld, global
-    memory) is refused with a message saying so.
+
+class RtlBackend:
+    """``tensorlsu replay --backend rtl``: the records through the unit's Verilog.
+
+    Records are collected by :meth:`execute_all`. Shared-memory records run in one
+    simulation. tcgen05 records run in one simulation per Tensor Memory size (a record's
+    ``tmem_cols``, 512 when absent: the unit is built with that many columns, so that its
+    column check is the allocation's), the shared-memory records with the first of them, so
+    one unit runs every family. What the unit lacks (global memory) is refused with a message
+    saying so.
     """
 
     name = "rtl"
@@ -281,6 +398,8 @@ class RtlBackend:
 
         from .forms import form_id
         r, ins = rec.raw, rec.ins
+        if ins.op in ("tcgen05.ld", "tcgen05.st"):
+            return self.tmem_job(rec)
         if ins.op not in ("ldmatrix", "stmatrix", "wmma.load"):
             raise ValueError(f"the RTL has no {ins.op}")
         fid = form_id(ins)
@@ -306,7 +425,67 @@ class RtlBackend:
             job["dump_lines"] = -(-(len(image) or self.smem_bytes) // Params().line_bytes)
         return job
 
+    @staticmethod
+    def tmem_cols(rec) -> int:
+        from tensorlsu.sim.model import TMEM_COLS
+        return int(rec.raw.get("tmem_cols", TMEM_COLS))
+
+    def tmem_job(self, rec) -> dict:
+        """A tcgen05 record as a job: all four quadrants' images in, the instruction on the
+        port of its warp's quadrant; after a store, all four quadrants out."""
+        from tensorlsu.sim import model
+        r, ins = rec.raw, rec.ins
+        for k in ("taddr", "warp"):
+            if not isinstance(r.get(k), int):
+                raise ValueError(f"{ins.op} needs an integer '{k}'")
+        taddr, warp, cols = r["taddr"], r["warp"], self.tmem_cols(rec)
+        if not 0 <= taddr < 1 << 32:
+            raise ValueError(f"{ins.op}: taddr 0x{taddr:x} is not a 32-bit Tensor Memory address")
+        if warp < 0:
+            raise ValueError(f"{ins.op}: warp index {warp} is negative")
+        split = r.get("split", ins.split)
+        if ins.split is not None and split != ins.split:
+            raise ValueError(f"{ins.op}: immHalfSplitoff {split} differs from the operand {ins.split}")
+        try:
+            tm = model.tmem_image(bytes.fromhex(r.get("tmem", "")), cols)
+        except model.ModelError as e:
+            raise ValueError(str(e)) from None
+        regs = r.get("regs") if ins.op == "tcgen05.st" else None
+        job = {"tmem_image": {str(q): quadrant_image(tm, q) for q in range(4)},
+               "tmem": {str(warp % 4): [tmem_instr_job(ins, taddr, warp, split, regs)]}}
+        if ins.op == "tcgen05.st":
+            job["tmem_dump"] = True
+        return job
+
+    def groups(self, records) -> dict:
+        """Record indices per Tensor Memory size of the unit that runs them (0: none)."""
+        from .tmem_records import TmemParams
+
+        def valid(rec):
+            try:
+                TmemParams(self.tmem_cols(rec))
+                return True
+            except ValueError:      # refused by its job, in any unit
+                return False
+        tm = [k for k, rec in enumerate(records)
+              if rec.ins.op in ("tcgen05.ld", "tcgen05.st") and valid(rec)]
+        out = {}
+        for k in tm:
+            out.setdefault(self.tmem_cols(records[k]), []).append(k)
+        first = next(iter(out), 0)
+        out.setdefault(first, [])
+        out[first] = sorted(out[first] + [k for k in range(len(records)) if k not in set(tm)])
+        return out
+
     def execute_all(self, records) -> list[dict]:
+        produced = [None] * len(records)
+        self.seconds = 0.0
+        for cols, members in self.groups(records).items():
+            for k, out in zip(members, self._execute([records[k] for k in members], cols)):
+                produced[k] = out
+        return produced
+
+    def _execute(self, records, tmem_columns: int) -> list[dict]:
         from .lsu import Error
         jobs, index, produced = [], [], [None] * len(records)
         for k, rec in enumerate(records):
@@ -316,10 +495,15 @@ class RtlBackend:
             except ValueError as e:
                 produced[k] = {"error": str(e)}
         if jobs:
-            results, self.seconds = run_jobs(jobs, sim=self.sim, policy=self.policy, progress=self.progress,
-                                             smem_bytes=self.smem_bytes, waves=self.waves)
+            results, seconds = run_jobs(jobs, sim=self.sim, policy=self.policy, progress=self.progress,
+                                        smem_bytes=self.smem_bytes, tmem_columns=tmem_columns,
+                                        waves=self.waves)
+            self.seconds += seconds
             for k, job, res in zip(index, jobs, results):
                 rec = records[k]
+                if "tmem" in job:
+                    produced[k] = self._tmem_produced(rec, job, res, tmem_columns)
+                    continue
                 if res["error"]:
                     produced[k] = {"error": f"the RTL refused the instruction: {Error(res['error']).name}"}
                 elif rec.ins.op == "ldmatrix":
@@ -336,3 +520,22 @@ class RtlBackend:
                 # where it ran, for failure messages (not part of an emitted record)
                 produced[k]["_at"] = {"accepted": res["accepted"], "done": res["done"]}
         return produced
+
+    @staticmethod
+    def _tmem_produced(rec, job, res, cols) -> dict:
+        from tensorlsu.sim.trace import emitted_image
+        from .lsu import Error
+        (port_results,) = res["tmem"].values()
+        (one,) = port_results
+        try:
+            out = tmem_outcome(rec.ins, one)
+        except AssertionError as e:
+            return {"error": f"the RTL broke the result port's rules: {e}"}
+        if "error" in out:
+            name = Error(out["error"]).name
+            return {"error": f"the RTL refused the instruction: {name} ({_REFUSALS.get(name, '?')})"}
+        if rec.ins.op == "tcgen05.st":
+            image = tmem_from_dumps(res["tmem_dump"], cols)
+            out = {"tmem": emitted_image(rec.raw, image.astype("<u4").tobytes(), "tmem")}
+        out["_at"] = {"accepted": one["accepted"], "done": one["done"]}
+        return out

