@@ -62,7 +62,7 @@ def _convert(dut, name: str) -> str:
     Path("build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir="build") as d:
         (Path(d) / "in.il").write_text(il)
-        script = ("read_rtlil in.il; proc; memory_collect; opt_clean; "
+        script = ("read_rtlil in.il; proc; memory_collect; pmuxtree; opt_clean; "
                   "write_verilog -noattr out.v")
         r = subprocess.run(yosys_command() + ["-q", "-p", script], cwd=d, capture_output=True,
                            text=True)

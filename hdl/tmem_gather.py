@@ -12,10 +12,11 @@ one of the few (port, lane, half) sources it ever takes.
 
 from __future__ import annotations
 
-from amaranth import Array, Const, Module, Signal, unsigned
+from amaranth import Array, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .rom import rom
 from .tmem_lanes import to_virtual
 from .tmem_plan import PORTS, schedule
 from .tmem_records import LANES
@@ -79,19 +80,20 @@ class TmemGather(wiring.Component):
         nvar = len(schedule().variants)
         virt = [[Signal(32, name=f"virt{k}_{lane}") for lane in range(LANES)] for k in range(PORTS)]
         for k in range(PORTS):
-            rotated = to_virtual([self.words[k][32 * lane:32 * lane + 32] for lane in range(LANES)],
-                                 self.lane_off)
+            rotated = to_virtual(self.words[k], self.lane_off)
             m.d.comb += [virt[k][lane].eq(rotated[lane]) for lane in range(LANES)]
         cands, table = sources()
-        selects = {}        # one select per distinct table: pieces of many threads share them
+        # one select per distinct table (pieces of many threads share them), all in one ROM
+        tables = {}
         for target in sorted(cands):
             n = len(cands[target])
-            rows = tuple(table[target].get(vi, n) for vi in range(nvar))
-            if rows not in selects:
-                sel = Signal(range(n + 1), name=f"sel{len(selects)}")
-                m.d.comb += sel.eq(Array(Const(r, range(n + 1)) for r in rows)[self.var])
-                selects[rows] = sel
-            sel = selects[rows]
+            tables.setdefault(tuple(table[target].get(vi, n) for vi in range(nvar)), n)
+        names = {rows: f"sel{k}" for k, rows in enumerate(tables)}
+        sels = rom(m, self.var, {names[rows]: (range(n + 1), list(rows)) for rows, n in tables.items()},
+                   "selects")
+        for target in sorted(cands):
+            n = len(cands[target])
+            sel = sels[names[tuple(table[target].get(vi, n) for vi in range(nvar))]]
             srcs = Array(virt[port][lane][HALF_BITS * h:HALF_BITS * h + HALF_BITS]
                          for port, lane, h in cands[target])
             slot, t, h = target

@@ -16,6 +16,7 @@ from amaranth import Array, Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .rom import rom
 from .tmem_lanes import to_physical
 from .tmem_plan import PORTS, schedule
 from .tmem_records import LANES
@@ -77,14 +78,17 @@ class TmemScatter(wiring.Component):
         m = Module()
         nvar = len(schedule().variants)
         cands, table = sources()
-        selects = {}
+        # one select per distinct table, all in one ROM
+        tables = {}
+        for target in sorted(cands):
+            n = len(cands[target])
+            tables.setdefault(tuple(table[target].get(vi, n) for vi in range(nvar)), n)
+        names = {rows: f"sel{k}" for k, rows in enumerate(tables)}
+        sels = rom(m, self.var, {names[rows]: (range(n + 1), list(rows)) for rows, n in tables.items()},
+                   "selects")
 
         def select(rows, n):
-            if rows not in selects:
-                sel = Signal(range(n + 1), name=f"sel{len(selects)}")
-                m.d.comb += sel.eq(Array(Const(r, range(n + 1)) for r in rows)[self.var])
-                selects[rows] = sel
-            return selects[rows]
+            return sels[names[rows]]
 
         for k in range(PORTS):
             virt_word, virt_on = [], []
@@ -106,7 +110,7 @@ class TmemScatter(wiring.Component):
                 virt_word.append(word)
                 virt_on.append(on)
             placed = to_physical(virt_word, self.wide, self.lane_off)
-            enables = to_physical(virt_on, self.wide, self.lane_off)
+            enables = to_physical(virt_on, self.wide, self.lane_off, width=1)
             for lane in range(LANES):
                 m.d.comb += [self.words[k][32 * lane:32 * lane + 32].eq(placed[lane][0]),
                              self.lanes[k][lane].eq(enables[lane][0] & enables[lane][1])]

@@ -16,6 +16,7 @@ from amaranth import Array, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .rom import rom
 from .tmem_plan import MAX_REGS, PORTS, schedule
 
 __all__ = ["TmemSteps", "ADDR_BITS"]
@@ -60,19 +61,20 @@ class TmemSteps(wiring.Component):
         sch = schedule()
         rows = sch.variants
 
-        def table(f, shape):
-            return Array(Const(f(v), shape) for v in rows)
-
-        col_off = [table(lambda v, k=k: (v.ports[k] or (0, 0))[0], unsigned(9)) for k in range(PORTS)]
-        col_half = [table(lambda v, k=k: (v.ports[k] or (0, 0))[1], 1) for k in range(PORTS)]
-        port_on = [table(lambda v, k=k: v.ports[k] is not None, 1) for k in range(PORTS)]
-        last_step = table(lambda v: v.last_step, 1)
-        last_beat = table(lambda v: v.last_beat, 1)
-        reg = table(lambda v: v.regs[0], unsigned(7))
-        reg2 = table(lambda v: v.regs[-1], unsigned(7))
-        two = table(lambda v: len(v.regs) == 2, 1)
-        nxt = table(lambda v: rows.index(v) + 1 if not (v.last_step and v.last_beat)
-                    else sch.first[v.cls], unsigned(16))
+        def column(f, shape):
+            return (shape, [f(v) for v in rows])
+        row = rom(m, self.var, {
+            **{f"off{k}": column(lambda v, k=k: (v.ports[k] or (0, 0))[0], unsigned(9)) for k in range(PORTS)},
+            **{f"half{k}": column(lambda v, k=k: (v.ports[k] or (0, 0))[1], 1) for k in range(PORTS)},
+            **{f"on{k}": column(lambda v, k=k: v.ports[k] is not None, 1) for k in range(PORTS)},
+            "last_step": column(lambda v: v.last_step, 1),
+            "last_beat": column(lambda v: v.last_beat, 1),
+            "reg": column(lambda v: v.regs[0], unsigned(7)),
+            "reg2": column(lambda v: v.regs[-1], unsigned(7)),
+            "two": column(lambda v: len(v.regs) == 2, 1),
+            "next": column(lambda v: rows.index(v) + 1 if not (v.last_step and v.last_beat)
+                           else sch.first[v.cls], unsigned(16)),
+        }, "row")
         period_cols = Array(Const(pl.period_cols, unsigned(9)) for pl in sch.plans)
         period_regs = Array(Const(pl.period_regs, unsigned(8)) for pl in sch.plans)
         first = Array(Const(f, unsigned(16)) for f in sch.first)
@@ -85,17 +87,17 @@ class TmemSteps(wiring.Component):
             m.d.sync += [var.eq(first[self.cls]), cls.eq(self.cls), period.eq(0),
                          periods.eq(self.periods), base.eq(self.col), split.eq(self.split)]
         with m.Elif(self.advance):
-            with m.If(last_step[var] & last_beat[var]):
+            with m.If(row.last_step & row.last_beat):
                 m.d.sync += [period.eq(period + 1), base.eq(base + period_cols[cls])]
-            m.d.sync += var.eq(nxt[var])
+            m.d.sync += var.eq(row.next)
 
         for k in range(PORTS):
-            m.d.comb += [self.addr[k].eq(base + col_off[k][var] + Mux(col_half[k][var], split, 0)),
-                         self.on[k].eq(port_on[k][var])]
+            m.d.comb += [self.addr[k].eq(base + row[f"off{k}"] + Mux(row[f"half{k}"], split, 0)),
+                         self.on[k].eq(row[f"on{k}"])]
         first_reg = Signal(range(MAX_REGS + 1))
         m.d.comb += [first_reg.eq(period * period_regs[cls]),
-                     self.last_step.eq(last_step[var]),
-                     self.final.eq(last_step[var] & last_beat[var] & (period == periods - 1)),
-                     self.reg.eq(first_reg + reg[var]), self.reg2.eq(first_reg + reg2[var]),
-                     self.two.eq(two[var])]
+                     self.last_step.eq(row.last_step),
+                     self.final.eq(row.last_step & row.last_beat & (period == periods - 1)),
+                     self.reg.eq(first_reg + row.reg), self.reg2.eq(first_reg + row.reg2),
+                     self.two.eq(row.two)]
         return m
