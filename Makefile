@@ -23,7 +23,8 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Main job: the RTL regression, then the H200 vectors through the RTL and the model.
+# Main job: the RTL regression, then the H200 vectors and the sm_100 Tensor Memory records
+# through the RTL, and the H200 vectors through the model.
 # WAVES=1 writes waveforms (FST on Icarus, VCD on Verilator) into build/.
 sim: $(STAMP)
 	$(PY) tb/regress.py --n 300 --sim $(SIM) --policy $(POLICY) $(if $(WAVES),--waves)
@@ -31,6 +32,7 @@ sim: $(STAMP)
 		--space shared $(if $(WAVES),--waves)
 	$(PY) -m tensorlsu.sim replay tb/data/h200_capture.jsonl --backend rtl --sim $(SIM) \
 		--policy $(POLICY) --space shared
+	$(PY) -m tensorlsu.sim replay tb/data/sm100_tmem.jsonl --backend rtl --sim $(SIM)
 	$(PY) -m tensorlsu.sim replay $(TRACE)
 
 replay: $(STAMP)
@@ -44,7 +46,8 @@ regress: $(STAMP)
 # parameters): build/tensorlsu_lsu.v and .vh; tb/verilog/example_tb.v uses them (docs/ports.md).
 verilog: $(STAMP)
 	mkdir -p build
-	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY)
+	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY) \
+		$(if $(TMEM_COLUMNS),--tmem-columns $(TMEM_COLUMNS))
 
 test: $(STAMP)
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q

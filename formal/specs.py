@@ -280,7 +280,7 @@ class StreamRules(Elaboratable):
     without an instruction; the environment keeps them on the input streams."""
 
     def __init__(self, schedule="h200"):
-        self.dut = LoadStoreUnit(Params(smem_bytes=256, schedule=schedule))
+        self.dut = LoadStoreUnit(Params(smem_bytes=256, schedule=schedule, tmem_columns=0))
 
     def elaborate(self, platform):
         m = Module()

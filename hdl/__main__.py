@@ -22,10 +22,12 @@ def main(argv=None) -> int:
     ap.add_argument("--smem-bytes", type=int, default=defaults.smem_bytes)
     ap.add_argument("--banks", type=int, default=defaults.banks)
     ap.add_argument("--bank-bytes", type=int, default=defaults.bank_bytes)
+    ap.add_argument("--tmem-columns", type=int, default=defaults.tmem_columns,
+                    help="Tensor Memory columns per lane (32 ... 512; 0: no Tensor Memory)")
     args = ap.parse_args(argv)
     try:
         p = Params(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
-                   schedule=args.policy)
+                   schedule=args.policy, tmem_columns=args.tmem_columns)
     except ValueError as e:
         print(f"python -m tensorlsu.hdl: {e}", file=sys.stderr)
         return 2

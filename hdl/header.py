@@ -14,6 +14,8 @@ from amaranth.lib import data
 
 from . import forms
 from .records import CYCLE_BITS, Error
+from .tmem_plan import SHAPES
+from .tmem_records import QUADRANTS, Kind, RedType
 
 __all__ = ["form_macro", "header_text"]
 
@@ -57,7 +59,16 @@ def header_text(dut, top: str) -> str:
            f"`define {_PREFIX}_BANK_BYTES {p.bank_bytes}", f"`define {_PREFIX}_SMEM_BYTES {p.smem_bytes}",
            f"`define {_PREFIX}_LINE_BYTES {p.line_bytes}", f"`define {_PREFIX}_LINES {p.lines}",
            f"`define {_PREFIX}_POLICY_{p.schedule.value.upper()} 1",
-           f"`define {_PREFIX}_CYCLE_BITS {CYCLE_BITS}", "",
+           f"`define {_PREFIX}_CYCLE_BITS {CYCLE_BITS}",
+           f"`define {_PREFIX}_TMEM_COLUMNS {p.tmem_columns}"]
+    if p.tmem is not None:
+        out += [f"`define {_PREFIX}_TMEM_QUADRANTS {QUADRANTS}",
+                "// Tensor Memory instruction fields: shape codes, reduction types, result kinds"]
+        out += [f"`define {_PREFIX}_TMEM_SHAPE_{re.sub(r'[^A-Z0-9]', '_', s.upper())} {k}"
+                for k, s in enumerate(SHAPES)]
+        out += [f"`define {_PREFIX}_TMEM_RED_{t.name} {t.value}" for t in RedType]
+        out += [f"`define {_PREFIX}_TMEM_KIND_{k.name} {k.value}" for k in Kind]
+    out += ["",
            "// error codes of a result beat"]
     out += [f"`define {_PREFIX}_ERROR_{e.name} {e.value}" for e in Error]
     out += ["", f"// form ids ({len(forms.FORMS)}: {len(forms.ROW_FORMS)} ldmatrix / stmatrix, "
@@ -66,6 +77,8 @@ def header_text(dut, top: str) -> str:
     out += ["", "// payload fields: <PORT>_<FIELD>_OFFSET / _WIDTH; an array of plain elements has",
             "// _ELEM_WIDTH and _COUNT, element k at OFFSET + k * ELEM_WIDTH (OFFSET 0 when the",
             "// array is the whole payload); <PORT>_WIDTH is the whole payload"]
+    out += ["// the Tensor Memory ports are arrays of one port per quadrant: tmem_instr__Q__payload,",
+            "// ...; their fields are the same for every quadrant"]
     for port, sig in dut.signature.members.items():
         shape = sig.signature.members["payload"].shape
         stem = f"{_PREFIX}_{port.upper()}"

@@ -24,8 +24,9 @@ a ``.red`` load adds one ``redval`` beat. Stores: each register beat taken is wr
 steps; one completion beat follows the last write. One instruction at a time per quadrant; a
 refused one gives one beat (its error) after its store beats, and touches nothing.
 
-Assumptions: ``columns`` is a power of two from 32 to 512; fill and dump come while idle
-(``idle``), the fill taking port 1's write and the dump port 1's read.
+Assumptions: ``columns`` is a power of two from 32 to 512. Fill and dump are taken only while
+no instruction is in flight (they use port 1), and an instruction only once a dumped column
+has left.
 """
 
 from __future__ import annotations
@@ -106,8 +107,9 @@ class TmemQuadrant(wiring.Component):
         drain = Signal(range(MAX_REGS + 1))                     # store beats still to take
         red, red_max, red_type, red_abs, red_nan = Signal(), Signal(), Signal(RedType), Signal(), Signal()
         accept = Signal()
-        m.d.comb += [self.instr.ready.eq(~busy), accept.eq(self.instr.valid & ~busy),
-                     self.idle.eq(~busy)]
+        dump_pending = Signal()                                 # a dumped column not yet taken
+        m.d.comb += [self.instr.ready.eq(~busy & ~dump_pending),
+                     accept.eq(self.instr.valid & self.instr.ready), self.idle.eq(~busy & ~dump_pending)]
         with m.If(accept):
             m.d.sync += [busy.eq(1), store.eq(ins.store), err.eq(check.error),
                          refusing.eq(check.error != Error.NONE), lane_off.eq(check.lane_off),
@@ -185,14 +187,17 @@ class TmemQuadrant(wiring.Component):
 
         # -- fill and dump (port 1, while idle) ----------------------------------------------
         fill = self.fill.payload
-        m.d.comb += [self.fill.ready.eq(~busy), self.dump_req.ready.eq(~busy)]
-        with m.If(self.fill.valid & ~busy):
+        # a dumped column waits on the port (the read port holds its data) until taken
+        m.d.comb += [self.fill.ready.eq(~busy & ~dump_pending),
+                     self.dump_req.ready.eq(~busy & (~dump_pending | self.dump.ready))]
+        with m.If(self.fill.valid & self.fill.ready):
             m.d.comb += [wr[1].addr.eq(fill.col), wr[1].data.eq(fill.data),
                          wr[1].en.eq((1 << LANES) - 1)]
-        with m.If(self.dump_req.valid & ~busy):
+        with m.If(self.dump_req.valid & self.dump_req.ready):
             m.d.comb += [rd[1].addr.eq(self.dump_req.payload), rd[1].en.eq(1)]
-        dump_pending = Signal()
-        m.d.sync += dump_pending.eq(self.dump_req.valid & ~busy)
+            m.d.sync += dump_pending.eq(1)
+        with m.Elif(self.dump.ready):
+            m.d.sync += dump_pending.eq(0)
         m.d.comb += [self.dump.valid.eq(dump_pending), self.dump.payload.eq(rd[1].data)]
 
         # -- result beats --------------------------------------------------------------------

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from stagesim import simulate
+from tmemgen import random_case
 from tensorlsu.hdl.records import Error
 from tensorlsu.hdl.tmem import TmemQuadrant
 from tensorlsu.hdl.tmem_records import LANES, Kind, TmemParams, instr_fields
@@ -19,48 +20,6 @@ from tensorlsu.sim import model, ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
 
 COLS = 64
-
-
-def _random_form(rng):
-    while True:
-        shape = rng.choice(SHAPES)
-        num = rng.choice(NUMS[:5])
-        if TCGEN05_REGS_PER_X1[shape] * num > 128:
-            continue
-        op = rng.choice(["tcgen05.ld", "tcgen05.st"])
-        pack = rng.random() < 0.3
-        red = None
-        if op == "tcgen05.ld" and shape in ("32x32b", "16x32bx2") and num >= 2 and not pack \
-                and rng.random() < 0.4:
-            red = (rng.choice(["min", "max"]), rng.choice(["f32", "u32", "s32"]))
-        q = ("pack::16b" if op == "tcgen05.ld" else "unpack::16b") if pack else ""
-        if red:
-            mods = "".join(x for x in (".abs", ".NaN") if red[1] == "f32" and rng.random() < 0.4)
-            text = f"tcgen05.ld.red.sync.aligned.{shape}.x{num}.{red[0]}{mods}.{red[1]}"
-        else:
-            text = f"{op}.sync.aligned.{shape}.x{num}{'.' + q if q else ''}.b32"
-        return ptx.parse(text, "sm_103a")
-
-
-def _case(rng, quadrant):
-    ins = _random_form(rng)
-    span = ins.num * (2 if ins.pack else 1) * {"32x32b": 1, "16x32bx2": 1, "16x64b": 2,
-                                                "16x128b": 4, "16x256b": 8}[ins.shape]
-    wide = ins.shape == "32x32b"
-    lane = 32 * quadrant + (0 if wide else rng.randrange(17))
-    split = None
-    if ins.shape == "16x32bx2":
-        split = rng.randrange(span, span + 8)
-    col = rng.randrange(max(1, COLS - span - (split or 0) + 1))
-    warp = quadrant + 4 * rng.randrange(2)
-    r = rng.random()
-    if r < 0.05:
-        lane = 32 * quadrant + rng.choice([1, 17, 40])          # outside the quadrant
-    elif r < 0.10:
-        col = COLS - rng.randrange(1, 3)                          # past the last column
-    elif r < 0.13 and ins.shape == "16x32bx2":
-        split = rng.choice([None, -4, 0])                         # missing, negative, overlapping
-    return ins, (lane << 16) | col, warp, split
 
 
 def _drive(ctx, dut, ins, taddr, warp, split):
@@ -129,11 +88,14 @@ async def _dump(ctx, dut, cols=COLS):
     for c in range(cols):
         ctx.set(dut.dump_req.valid, 1)
         ctx.set(dut.dump_req.payload, c)
-        await ctx.tick()
+        await ctx.tick().until(dut.dump_req.ready)
         ctx.set(dut.dump_req.valid, 0)
         await ctx.delay(1e-8)
         assert ctx.get(dut.dump.valid)
         out[:, c] = [ctx.get(dut.dump.payload[t]) for t in range(LANES)]
+        ctx.set(dut.dump.ready, 1)
+        await ctx.tick()
+        ctx.set(dut.dump.ready, 0)
     return out
 
 
@@ -149,8 +111,8 @@ def test_random_forms_against_the_model(quadrant, seed):
     async def bench(ctx):
         nonlocal tm
         await _fill(ctx, dut, tm[lanes])
-        for _ in range(30):
-            ins, taddr, warp, split = _case(rng, quadrant)
+        for _ in range(40):
+            ins, taddr, warp, split = random_case(rng, quadrant, COLS, max_num=16)
             regs = nrng.integers(0, 1 << 32, size=(32, ins.nregs), dtype=np.uint64).astype(np.uint32)
             if ins.red == "max" or ins.red == "min":   # some NaN and signed-zero data
                 for v in (0x7FC00001, 0x80000000, 0xFF800000):

@@ -14,6 +14,7 @@ from tensorlsu.hdl import forms
 from tensorlsu.hdl.cosim import Layout
 from tensorlsu.hdl.header import form_macro
 from tensorlsu.hdl.lsu import LoadStoreUnit
+from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.records import Error
 from tensorlsu.sim import ptx
 
@@ -23,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
     out = tmp_path_factory.mktemp("verilog") / "tensorlsu_lsu.v"
-    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out)], cwd=ROOT,
-                       capture_output=True, text=True)
+    # 64 Tensor Memory columns: the build the cocotb tests use (its Verilog is cached)
+    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--tmem-columns",
+                        "64"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return out
 
@@ -44,13 +46,20 @@ def test_header_numbers(emitted):
     assert len({form_macro(f) for f in range(len(forms.FORMS))}) == len(forms.FORMS)
     assert {k[len("TENSORLSU_ERROR_"):]: v for k, v in d.items() if k.startswith("TENSORLSU_ERROR_")} == \
         {e.name: e.value for e in Error}
-    lay = Layout.of(LoadStoreUnit())       # what the cocotb benches pack and unpack with
+    lay = Layout.of(LoadStoreUnit(Params(tmem_columns=64)))   # what the cocotb benches pack and unpack with
     assert (d["TENSORLSU_RESULT_ERROR_OFFSET"], d["TENSORLSU_RESULT_LAST_OFFSET"],
             d["TENSORLSU_RESULT_CYCLES_OFFSET"]) == (lay.result_error, lay.result_last, lay.result_cycles)
     assert d["TENSORLSU_INSTR_ADDR_OFFSET"] == lay.form_bits
     assert d["TENSORLSU_INSTR_STRIDE_OFFSET"] == lay.form_bits + lay.addr_bits * lay.lanes
     assert d["TENSORLSU_FILL_DATA_OFFSET"] == lay.line_bits
     assert (d["TENSORLSU_SMEM_BYTES"], d["TENSORLSU_LINES"], d["TENSORLSU_POLICY_H200"]) == (16384, 128, 1)
+    # Tensor Memory: every instruction and result field where the benches put it
+    for name, (off, width) in lay.tmem_instr.items():
+        assert (d[f"TENSORLSU_TMEM_INSTR_{name.upper()}_OFFSET"], d[f"TENSORLSU_TMEM_INSTR_{name.upper()}_WIDTH"]) \
+            == (off, width), name
+    for name in ("reg", "reg2", "two", "kind", "last", "error"):
+        assert d[f"TENSORLSU_TMEM_RESULT_{name.upper()}_OFFSET"] == lay.tmem_result[name][0], name
+    assert (d["TENSORLSU_TMEM_COLUMNS"], d["TENSORLSU_TMEM_QUADRANTS"], d["TENSORLSU_TMEM_SHAPE_16X32BX2"]) == (64, 4, 1)
 
 
 def test_plain_verilog_example_passes(emitted):

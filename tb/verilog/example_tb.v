@@ -14,6 +14,11 @@
 // thread t holds rows 2(t mod 4) and 2(t mod 4)+1 of column t/4. The H200 vectors in tb/data
 // confirm the layout. Bank cycles: the H200 rule (docs/ARCHITECTURE.md) -- per matrix, the most
 // distinct 16-byte rows in one bank quad (row address / 16 mod 8).
+//
+// Tensor Memory: warp 1 stores with tcgen05.st .32x32b.x2 into quadrant 1 (lanes 32..63) and
+// loads the same cells back with tcgen05.ld .32x32b.x2; a load with a lane of quadrant 0 is
+// refused. The PTX text's .32x32b layout: thread t reaches lane (taddr's lane + t), register
+// r column (taddr's column + r). The other quadrants' ports are tied off.
 `timescale 1ns/1ps
 `include "tensorlsu_lsu.vh"
 
@@ -40,6 +45,17 @@ module example_tb;
     wire                               dump_valid;
     reg                                dump_ready = 0;
 
+    // Tensor Memory quadrant 1 (warp 1)
+    reg  [`TENSORLSU_TMEM_INSTR_WIDTH-1:0]  tm_instr_payload = 0;
+    reg                                     tm_instr_valid = 0;
+    wire                                    tm_instr_ready;
+    reg  [`TENSORLSU_TMEM_STORE_WIDTH-1:0]  tm_store_payload = 0;
+    reg                                     tm_store_valid = 0;
+    wire                                    tm_store_ready;
+    wire [`TENSORLSU_TMEM_RESULT_WIDTH-1:0] tm_result_payload;
+    wire                                    tm_result_valid;
+    reg                                     tm_result_ready = 0;
+
     tensorlsu_lsu dut (
         .clk(clk), .rst(rst),
         .instr__payload(instr_payload), .instr__valid(instr_valid), .instr__ready(instr_ready),
@@ -48,7 +64,27 @@ module example_tb;
         .fill__payload(fill_payload), .fill__valid(fill_valid), .fill__ready(fill_ready),
         .dump_req__payload(dump_req_payload), .dump_req__valid(dump_req_valid),
         .dump_req__ready(dump_req_ready),
-        .dump__payload(dump_payload), .dump__valid(dump_valid), .dump__ready(dump_ready));
+        .dump__payload(dump_payload), .dump__valid(dump_valid), .dump__ready(dump_ready),
+        .tmem_instr__1__payload(tm_instr_payload), .tmem_instr__1__valid(tm_instr_valid),
+        .tmem_instr__1__ready(tm_instr_ready),
+        .tmem_store__1__payload(tm_store_payload), .tmem_store__1__valid(tm_store_valid),
+        .tmem_store__1__ready(tm_store_ready),
+        .tmem_result__1__payload(tm_result_payload), .tmem_result__1__valid(tm_result_valid),
+        .tmem_result__1__ready(tm_result_ready),
+        .tmem_fill__1__payload({`TENSORLSU_TMEM_FILL_WIDTH{1'b0}}), .tmem_fill__1__valid(1'b0),
+        .tmem_dump_req__1__payload({`TENSORLSU_TMEM_DUMP_REQ_WIDTH{1'b0}}), .tmem_dump_req__1__valid(1'b0), .tmem_dump__1__ready(1'b0),
+        .tmem_instr__0__payload({`TENSORLSU_TMEM_INSTR_WIDTH{1'b0}}), .tmem_instr__0__valid(1'b0), .tmem_store__0__payload({`TENSORLSU_TMEM_STORE_WIDTH{1'b0}}),
+        .tmem_store__0__valid(1'b0), .tmem_result__0__ready(1'b0), .tmem_fill__0__payload({`TENSORLSU_TMEM_FILL_WIDTH{1'b0}}),
+        .tmem_fill__0__valid(1'b0), .tmem_dump_req__0__payload({`TENSORLSU_TMEM_DUMP_REQ_WIDTH{1'b0}}), .tmem_dump_req__0__valid(1'b0),
+        .tmem_dump__0__ready(1'b0),
+        .tmem_instr__2__payload({`TENSORLSU_TMEM_INSTR_WIDTH{1'b0}}), .tmem_instr__2__valid(1'b0), .tmem_store__2__payload({`TENSORLSU_TMEM_STORE_WIDTH{1'b0}}),
+        .tmem_store__2__valid(1'b0), .tmem_result__2__ready(1'b0), .tmem_fill__2__payload({`TENSORLSU_TMEM_FILL_WIDTH{1'b0}}),
+        .tmem_fill__2__valid(1'b0), .tmem_dump_req__2__payload({`TENSORLSU_TMEM_DUMP_REQ_WIDTH{1'b0}}), .tmem_dump_req__2__valid(1'b0),
+        .tmem_dump__2__ready(1'b0),
+        .tmem_instr__3__payload({`TENSORLSU_TMEM_INSTR_WIDTH{1'b0}}), .tmem_instr__3__valid(1'b0), .tmem_store__3__payload({`TENSORLSU_TMEM_STORE_WIDTH{1'b0}}),
+        .tmem_store__3__valid(1'b0), .tmem_result__3__ready(1'b0), .tmem_fill__3__payload({`TENSORLSU_TMEM_FILL_WIDTH{1'b0}}),
+        .tmem_fill__3__valid(1'b0), .tmem_dump_req__3__payload({`TENSORLSU_TMEM_DUMP_REQ_WIDTH{1'b0}}), .tmem_dump_req__3__valid(1'b0),
+        .tmem_dump__3__ready(1'b0));
 
     integer errors = 0;
     integer t, r, j, line;
@@ -93,6 +129,35 @@ module example_tb;
             while (!result_valid) @(posedge clk);
             beat = result_payload;
             @(negedge clk) result_ready = 0;
+        end
+    endtask
+
+    // a Tensor Memory instruction of .32x32b.x2 (store or load) on quadrant 1's port
+    task put_tmem(input store, input [31:0] taddr);
+        begin
+            @(negedge clk);
+            tm_instr_payload = 0;
+            tm_instr_payload[`TENSORLSU_TMEM_INSTR_STORE_OFFSET] = store;
+            tm_instr_payload[`TENSORLSU_TMEM_INSTR_SHAPE_ID_OFFSET +: `TENSORLSU_TMEM_INSTR_SHAPE_ID_WIDTH] =
+                `TENSORLSU_TMEM_SHAPE_32X32B;
+            tm_instr_payload[`TENSORLSU_TMEM_INSTR_NUM_LOG2_OFFSET +: `TENSORLSU_TMEM_INSTR_NUM_LOG2_WIDTH] = 1;
+            tm_instr_payload[`TENSORLSU_TMEM_INSTR_TADDR_OFFSET +: 32] = taddr;
+            tm_instr_payload[`TENSORLSU_TMEM_INSTR_WARP_OFFSET +: `TENSORLSU_TMEM_INSTR_WARP_WIDTH] = 1;
+            tm_instr_valid = 1;
+            @(posedge clk);
+            while (!tm_instr_ready) @(posedge clk);
+            @(negedge clk) tm_instr_valid = 0;
+        end
+    endtask
+
+    reg [`TENSORLSU_TMEM_RESULT_WIDTH-1:0] tbeat;
+    task take_tmem_beat;
+        begin
+            @(negedge clk) tm_result_ready = 1;
+            @(posedge clk);
+            while (!tm_result_valid) @(posedge clk);
+            tbeat = tm_result_payload;
+            @(negedge clk) tm_result_ready = 0;
         end
     endtask
 
@@ -176,6 +241,39 @@ module example_tb;
             check("dumped element", want, {16'h0, half});
         end
         @(negedge clk) dump_ready = 0;
+
+        // Tensor Memory: store register r of thread t = 0xA000_0000 + 256 r + t at lane 32 + t,
+        // column 5 + r, then load it back
+        put_tmem(1, {16'd32, 16'd5});
+        for (r = 0; r < 2; r = r + 1) begin
+            @(negedge clk);
+            for (t = 0; t < 32; t = t + 1)
+                tm_store_payload[t * 32 +: 32] = 32'hA000_0000 + 256 * r + t;
+            tm_store_valid = 1;
+            @(posedge clk);
+            while (!tm_store_ready) @(posedge clk);
+            @(negedge clk) tm_store_valid = 0;
+        end
+        take_tmem_beat;
+        check("tcgen05.st kind", `TENSORLSU_TMEM_KIND_DONE,
+              tbeat[`TENSORLSU_TMEM_RESULT_KIND_OFFSET +: `TENSORLSU_TMEM_RESULT_KIND_WIDTH]);
+        check("tcgen05.st error", `TENSORLSU_ERROR_NONE,
+              tbeat[`TENSORLSU_TMEM_RESULT_ERROR_OFFSET +: `TENSORLSU_TMEM_RESULT_ERROR_WIDTH]);
+        put_tmem(0, {16'd32, 16'd5});
+        take_tmem_beat;       // both registers in one beat (two = 1, reg 0, reg2 1)
+        check("tcgen05.ld two", 1, tbeat[`TENSORLSU_TMEM_RESULT_TWO_OFFSET]);
+        check("tcgen05.ld last", 1, tbeat[`TENSORLSU_TMEM_RESULT_LAST_OFFSET]);
+        for (r = 0; r < 2; r = r + 1)
+            for (t = 0; t < 32; t = t + 1)
+                check("tcgen05.ld register", 32'hA000_0000 + 256 * r + t,
+                      tbeat[(r == 0 ? `TENSORLSU_TMEM_RESULT_DATA_0_OFFSET : `TENSORLSU_TMEM_RESULT_DATA_1_OFFSET)
+                            + 32 * t +: 32]);
+        // lane 0 is quadrant 0's: warp 1 is refused, with one beat
+        put_tmem(0, {16'd0, 16'd5});
+        take_tmem_beat;
+        check("tcgen05.ld refusal", `TENSORLSU_ERROR_QUADRANT,
+              tbeat[`TENSORLSU_TMEM_RESULT_ERROR_OFFSET +: `TENSORLSU_TMEM_RESULT_ERROR_WIDTH]);
+        check("tcgen05.ld refusal last", 1, tbeat[`TENSORLSU_TMEM_RESULT_LAST_OFFSET]);
 
         if (errors == 0) $display("PASS");
         else $display("FAIL: %0d mismatches", errors);
