@@ -19,7 +19,10 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from specs import SPECS  # noqa: E402
+from specs import SPECS as SHARED_SPECS  # noqa: E402
+from tmem_specs import TMEM_SPECS  # noqa: E402
+
+SPECS = {**SHARED_SPECS, **TMEM_SPECS}
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECT_FAIL = {name for name in SPECS if name.startswith("broken")}

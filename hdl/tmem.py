@@ -95,6 +95,12 @@ class TmemQuadrant(wiring.Component):
         m.submodules.mem = mem = Memory(shape=unsigned(32 * LANES), depth=p.columns, init=[])
         rd = [mem.read_port(domain="sync") for _ in range(PORTS)]
         wr = [mem.write_port(granularity=32) for _ in range(PORTS)]
+        # One address per port, read or write: an instruction only reads (a load) or only
+        # writes (a store), and fill and dump run while idle, so each port is a true
+        # read-or-write port (two per block RAM).
+        port_addr = [Signal(range(p.columns), name=f"port{k}_addr") for k in range(PORTS)]
+        for k in range(PORTS):
+            m.d.comb += [rd[k].addr.eq(port_addr[k]), wr[k].addr.eq(port_addr[k])]
 
         ins = self.instr.payload
         m.d.comb += check.instr.eq(ins)
@@ -135,7 +141,7 @@ class TmemQuadrant(wiring.Component):
         issuing = Signal()
         m.d.comb += issuing.eq(busy & ~store & ~refusing & ~issued_all & can_issue)
         for k in range(PORTS):
-            m.d.comb += [rd[k].addr.eq(steps.addr[k]), rd[k].en.eq(issuing)]
+            m.d.comb += [port_addr[k].eq(steps.addr[k]), rd[k].en.eq(issuing)]
         with m.If(issuing & steps.final):
             m.d.sync += issued_all.eq(1)
         with m.If(can_issue):
@@ -163,7 +169,7 @@ class TmemQuadrant(wiring.Component):
         m.d.comb += [scatter.reg.eq(held), scatter.var.eq(steps.var), scatter.wide.eq(wide),
                      scatter.lane_off.eq(lane_off)]
         for k in range(PORTS):
-            m.d.comb += [wr[k].addr.eq(steps.addr[k]), wr[k].data.eq(scatter.words[k]),
+            m.d.comb += [wr[k].data.eq(scatter.words[k]),
                          wr[k].en.eq(scatter.lanes[k] & (writing & steps.on[k]).replicate(LANES))]
         with m.If(refusing):
             m.d.comb += self.store.ready.eq(busy & store & (drain != 0))
@@ -188,13 +194,14 @@ class TmemQuadrant(wiring.Component):
         # -- fill and dump (port 1, while idle) ----------------------------------------------
         fill = self.fill.payload
         # a dumped column waits on the port (the read port holds its data) until taken
+        # port 1 serves one of them a cycle, the fill first
         m.d.comb += [self.fill.ready.eq(~busy & ~dump_pending),
-                     self.dump_req.ready.eq(~busy & (~dump_pending | self.dump.ready))]
+                     self.dump_req.ready.eq(~busy & ~self.fill.valid & (~dump_pending | self.dump.ready))]
         with m.If(self.fill.valid & self.fill.ready):
-            m.d.comb += [wr[1].addr.eq(fill.col), wr[1].data.eq(fill.data),
+            m.d.comb += [port_addr[1].eq(fill.col), wr[1].data.eq(fill.data),
                          wr[1].en.eq((1 << LANES) - 1)]
         with m.If(self.dump_req.valid & self.dump_req.ready):
-            m.d.comb += [rd[1].addr.eq(self.dump_req.payload), rd[1].en.eq(1)]
+            m.d.comb += [port_addr[1].eq(self.dump_req.payload), rd[1].en.eq(1)]
             m.d.sync += dump_pending.eq(1)
         with m.Elif(self.dump.ready):
             m.d.sync += dump_pending.eq(0)

@@ -80,7 +80,8 @@ class TmemGather(wiring.Component):
         nvar = len(schedule().variants)
         virt = [[Signal(32, name=f"virt{k}_{lane}") for lane in range(LANES)] for k in range(PORTS)]
         for k in range(PORTS):
-            rotated = to_virtual(self.words[k], self.lane_off)
+            rotated = to_virtual([self.words[k][32 * lane:32 * lane + 32] for lane in range(LANES)],
+                                 self.lane_off)
             m.d.comb += [virt[k][lane].eq(rotated[lane]) for lane in range(LANES)]
         cands, table = sources()
         # one select per distinct table (pieces of many threads share them), all in one ROM

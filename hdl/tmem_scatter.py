@@ -110,7 +110,7 @@ class TmemScatter(wiring.Component):
                 virt_word.append(word)
                 virt_on.append(on)
             placed = to_physical(virt_word, self.wide, self.lane_off)
-            enables = to_physical(virt_on, self.wide, self.lane_off, width=1)
+            enables = to_physical(virt_on, self.wide, self.lane_off)
             for lane in range(LANES):
                 m.d.comb += [self.words[k][32 * lane:32 * lane + 32].eq(placed[lane][0]),
                              self.lanes[k][lane].eq(enables[lane][0] & enables[lane][1])]

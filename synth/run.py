@@ -35,7 +35,9 @@ def blocks(policy: str):
     from tensorlsu.hdl.params import Params
     from tensorlsu.hdl.scheduler import BankScheduler
     from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
-    p = Params(schedule=policy)
+    from tensorlsu.hdl.tmem import TmemQuadrant
+    from tensorlsu.hdl.tmem_records import TmemParams
+    p = Params(schedule=policy, tmem_columns=0)
     return {
         # the scheduler is as wide as the policy's window: 8 rows (h200, with the row
         # comparisons as inputs, as the unit uses it) or 32 (packed)
@@ -50,6 +52,10 @@ def blocks(policy: str):
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
         "unit": lambda: LoadStoreUnit(p),
+        # one Tensor Memory quadrant of the full size (512 columns of 32 lanes)
+        "tmem_quadrant": lambda: TmemQuadrant(TmemParams(512), 0),
+        # the whole unit: the shared-memory path and four 512-column quadrants
+        "unit_tmem": lambda: LoadStoreUnit(Params(schedule=policy)),
     }
 
 
@@ -105,7 +111,7 @@ def ecp5_script(json_out: str, mux_cover: bool = True) -> str:
 #: routed for it, with timing-driven rip-up (routing reconsiders the nets of failing paths);
 #: every other block for 100 MHz without it (rip-up towards a clock far out of reach only
 #: prolongs routing: the packed scheduler did not finish in 10 minutes).
-GOAL_MHZ = {"crossbar": 150, "unit": 100}
+GOAL_MHZ = {"crossbar": 150, "unit": 100, "tmem_quadrant": 150}
 
 
 def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: float | None,
@@ -146,7 +152,7 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     work = ROOT / "build" / "synth" / (f"{name}_{policy}" + ("" if mux_cover else "_plain"))
     work.mkdir(parents=True, exist_ok=True)
     dut = factory()
-    if name != "unit":
+    if not name.startswith("unit"):
         dut = Registered(dut)
         (work / "top.il").write_text(rtlil.convert(dut, name="top", ports=dut.ports))
     else:
@@ -228,7 +234,8 @@ def markdown(rows) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blocks", nargs="*",
-                    default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "unit"])
+                    default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "unit",
+                             "tmem_quadrant", "unit_tmem"])
     ap.add_argument("--policies", nargs="*", default=["h200"],
                     help="scheduling policies (default h200; the packed blocks are far larger and "
                          "take about an hour more)")
@@ -263,7 +270,7 @@ def main(argv=None) -> int:
         say(f"[{k}/{len(todo)}] {name} ({policy})")
         r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router,
                   not args.plain, args.seeds or (1,),
-                  route=name != "unit" or args.route_units, say=say)
+                  route=not name.startswith("unit") or args.route_units, say=say)
         rows = [x for x in rows if (x["block"], x["policy"], x.get("mapping", "synth_ecp5"))
                 != (name, policy, r["mapping"])] + [r]
         say(f"  {json.dumps(r)}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmarks of the RTL: bytes per clock and cycles per instruction on address-pattern suites,
-for both scheduling policies, against the 128 B/clk bank limit and the H200 rule; and
-simulation speed on Icarus and Verilator.
+for both scheduling policies, against the 128 B/clk bank limit and the H200 rule; Tensor
+Memory bytes per clock and latency per shape and .num, one quadrant and four at once, against
+the goals and the B200 figures; and simulation speed on Icarus and Verilator.
 
     python tb/bench.py [--out reports] [--sims icarus verilator]
 
@@ -99,6 +100,100 @@ def bench_patterns(sim: str, policy: str, rng: random.Random):
     return rows
 
 
+#: Public B200 (sm_100a) clocks of tcgen05.ld.32x32b by .num: four warps, idle Tensor Memory,
+#: including tcgen05.wait::ld and one dependent use (docs/facts.md)
+B200_32X32B = {1: 13, 2: 13, 4: 14, 8: 16, 16: 20, 32: 28, 64: 44}
+#: The quadrant's byte limit per clock: two columns of 32 lanes × 4 bytes
+TMEM_LIMIT = 256
+
+
+def bench_tmem(sim: str):
+    """Every tcgen05.ld / tcgen05.st shape, .num and packing alone on quadrant 0 (cycles from
+    acceptance to the last beat, no back-pressure); then four quadrants at once."""
+    from tensorlsu.hdl.cosim import tmem_instr_job
+    from tensorlsu.hdl.tmem_plan import NUMS, SHAPES
+    from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
+    jobs, meta = [], []
+    for op in ("tcgen05.ld", "tcgen05.st"):
+        for shape in SHAPES:
+            for pack in (False, True):
+                for num in NUMS:
+                    if TCGEN05_REGS_PER_X1[shape] * num > 128:
+                        continue
+                    q = ("pack::16b" if op == "tcgen05.ld" else "unpack::16b") if pack else ""
+                    ins = ptx.parse(f"{op}.sync.aligned.{shape}.x{num}{'.' + q if q else ''}.b32", "sm_100a")
+                    span = ins.num * (2 if pack else 1) * {"32x32b": 1, "16x32bx2": 1, "16x64b": 2,
+                                                             "16x128b": 4, "16x256b": 8}[shape]
+                    split = span if shape == "16x32bx2" else None
+                    jobs.append({"tmem": {"0": [tmem_instr_job(ins, 0, 0, split)]}})
+                    meta.append(ins)
+    # four quadrants at once: 8 back-to-back 32x32b.x32 loads on every port
+    ins4 = ptx.parse("tcgen05.ld.sync.aligned.32x32b.x32.b32", "sm_100a")
+    jobs.append({"tmem": {str(q): [tmem_instr_job(ins4, (32 * q) << 16, q)] * 8 for q in range(4)}})
+    results, _ = run_jobs(jobs, sim=sim, tmem_columns=512)
+    rows = []
+    for ins, res in zip(meta, results):
+        (one,) = res["tmem"]["0"]
+        assert all(b["error"] == 0 for b in one["beats"]), ins.form
+        lat = one["done"] - one["accepted"]
+        nbytes = 128 * ins.nregs
+        row = {"instr": f"{ins.op} {ins.shape}{' pack' if ins.pack else ''}", "num": ins.num,
+               "bytes": nbytes, "latency": lat, "bytes_per_clk": round(nbytes / lat, 1), "limit": TMEM_LIMIT}
+        if ins.op == "tcgen05.ld" and ins.shape == "32x32b" and not ins.pack:
+            row["goal_latency"] = ins.num // 2 + 4 if ins.num > 1 else 4
+            row["b200_clk"] = B200_32X32B.get(ins.num)
+        rows.append(row)
+    # marginal rate: bytes per clock between the two largest .num of each form
+    for r in rows:
+        same = sorted((x for x in rows if x["instr"] == r["instr"]), key=lambda x: x["num"])
+        if len(same) >= 2 and r is same[-1]:
+            a, b = same[-2], same[-1]
+            r["marginal_bytes_per_clk"] = round((b["bytes"] - a["bytes"]) / (b["latency"] - a["latency"]), 1)
+    four = results[-1]["tmem"]
+    first = min(p[0]["accepted"] for p in four.values())
+    last = max(p[-1]["done"] for p in four.values())
+    total = 4 * 8 * 128 * ins4.nregs
+    return rows, {"instr": "tcgen05.ld 32x32b x32, 8 per quadrant, 4 quadrants", "bytes": total,
+                  "cycles": last - first, "bytes_per_clk": round(total / (last - first), 1),
+                  "goal": 4 * TMEM_LIMIT}
+
+
+def tmem_table(rows, four) -> str:
+    out = ("| instruction | .num | latency (clk) | bytes/clk | marginal bytes/clk | limit | "
+           "latency goal | B200 clk |\n|---|---|---|---|---|---|---|---|\n")
+    for r in rows:
+        out += (f"| {r['instr']} | x{r['num']} | {r['latency']} | {r['bytes_per_clk']} | "
+                f"{r.get('marginal_bytes_per_clk', '')} | {r['limit']} | {r.get('goal_latency', '')} | "
+                f"{r.get('b200_clk') or ''} |\n")
+    out += (f"\nFour quadrants at once: {four['instr']}: {four['bytes']} bytes in {four['cycles']} clocks, "
+            f"{four['bytes_per_clk']} B/clk (goal {four['goal']}).\n")
+    return out
+
+
+def plot_tmem(rows, path: Path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, op in zip(axes, ("tcgen05.ld", "tcgen05.st")):
+        for instr in sorted({r["instr"] for r in rows if r["instr"].startswith(op)}):
+            pts = sorted((r["num"], r["bytes_per_clk"]) for r in rows if r["instr"] == instr)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=instr.split(" ", 1)[1])
+        if op == "tcgen05.ld":
+            b = sorted(B200_32X32B.items())
+            ax.plot([n for n, _ in b], [128 * n / c for n, c in b], "k:", marker="x",
+                    label="B200 32x32b (incl. wait + use)")
+        ax.axhline(TMEM_LIMIT, color="k", linestyle="--", linewidth=1, label="256 B/clk quadrant limit")
+        ax.axhline(128, color="grey", linestyle="--", linewidth=1, label="128 B/clk goal")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(".num")
+        ax.set_title(f"{op}: one quadrant, whole instruction")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("bytes per clock")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def _wmma_bound(inf, stride: int) -> int:
     """Fewest cycles for a wmma.load at address 0: one 128-byte line per cycle, the busiest
     bank quad's distinct rows (over the whole fragment), one result register per cycle."""
@@ -161,14 +256,19 @@ def main(argv=None) -> int:
     rows = []
     for policy in ("h200", "packed"):
         rows += bench_patterns(args.sims[0], policy, random.Random(2026))
+    tmem_rows, four = bench_tmem(args.sims[0])
     speeds = [sim_speed(s) for s in args.sims]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps({"patterns": rows, "simulation": speeds}, indent=1))
-    md = "# Benchmarks\n\n" + table(rows) + "\n\n| simulator | instructions/s | cycles/s |\n|---|---|---|\n"
+    (out / "bench.json").write_text(json.dumps({"patterns": rows, "tmem": tmem_rows, "tmem_four": four,
+                                                "simulation": speeds}, indent=1))
+    md = "# Benchmarks\n\n## Shared memory\n\n" + table(rows)
+    md += "\n\n## Tensor Memory\n\n" + tmem_table(tmem_rows, four)
+    md += "\n\n## Simulation speed\n\n| simulator | instructions/s | cycles/s |\n|---|---|---|\n"
     md += "".join(f"| {s['simulator']} | {s['instructions_per_s']} | {s['cycles_per_s']} |\n" for s in speeds)
     (out / "bench.md").write_text(md)
     plot(rows, out / "bench.png")
+    plot_tmem(tmem_rows, out / "bench_tmem.png")
     print(md)
     # at saturation the h200 policy must not be slower than its bank rule (x1 excepted: three
     # entries of four cycles each bound it to 4/3 clocks)

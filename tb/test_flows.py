@@ -111,11 +111,15 @@ def test_mux_mapping_is_equivalent(tmp_path):
 
 def test_verilog_emission(tmp_path):
     out = tmp_path / "lsu.v"
-    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--policy", "packed"],
-                       cwd=ROOT, capture_output=True, text=True)
+    # the packed shared-memory path alone (the Tensor Memory build is the example's, test_verilog_example)
+    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--policy", "packed",
+                        "--tmem-columns", "0"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     text = out.read_text()
     assert "module tensorlsu_lsu(" in text and "always @*" not in text
     r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--smem-bytes", "1000"],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "smem_bytes must be a multiple" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--tmem-columns", "48"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "tmem_columns must be 0 (no Tensor Memory) or a power of two" in r.stderr

@@ -192,3 +192,43 @@ def test_every_form_of_a_shape(shape):
     dut = TmemQuadrant(TmemParams(cols), quadrant)
     tm = nrng.integers(0, 1 << 32, size=(128, cols), dtype=np.uint64).astype(np.uint32)
     simulate(dut, bench)
+
+
+def test_step_table_is_the_layout_table():
+    """Walking a form's rows of the step table delivers (load) or writes (store) every register
+    piece of every thread exactly once, at the lane and column ``layouts.tmem_table`` gives it
+    (a packed register's halves in columns 2c and 2c + 1). The formal specs prove that the
+    gather and scatter do what the rows say; this closes the loop to the PTX layout."""
+    from tensorlsu.hdl.tmem_plan import plan, schedule
+    from tensorlsu.sim import layouts
+    sch = schedule()
+    forms = list(sch.forms())
+    assert len(forms) == 148
+    for op, shape, num, pack in forms:
+        q = ("pack::16b" if op == "tcgen05.ld" else "unpack::16b") if pack else ""
+        ins = ptx.parse(f"{op}.sync.aligned.{shape}.x{num}{'.' + q if q else ''}.b32", "sm_100a")
+        T = layouts.tmem_table(ins)
+        pl = plan(op, shape, num, pack)
+        cls = sch.cls_of(op, shape, num, pack)
+        rows = [v for v in sch.variants if v.cls == cls]
+        seen = {}
+        for p in range(pl.periods):
+            for v in rows:
+                for move in v.moves:
+                    if op == "tcgen05.ld":
+                        (slot, t, piece), (port, lane) = move
+                        r = p * pl.period_regs + v.regs[slot]
+                    else:
+                        (port, lane), (t, piece) = move
+                        r = p * pl.period_regs + v.regs[0]
+                    off, half = v.ports[port]
+                    key = (r, t, piece)
+                    assert key not in seen, f"{ins.form}: register {r} thread {t} piece {piece} twice"
+                    seen[key] = (lane, off + p * pl.period_cols, half)
+        want = {}
+        for t in range(32):
+            for r in range(ins.nregs):
+                lane, col, half = (int(x) for x in T[t, r])
+                for piece in ((0, 1) if pack else (0,)):
+                    want[(r, t, piece)] = (lane, 2 * col + piece if pack else col, half)
+        assert seen == want, ins.form

@@ -1,0 +1,287 @@
+"""Formal specifications of the Tensor Memory quadrant's components (see specs.py for the
+conventions: undriven inputs are free, assumptions constrain the environment).
+
+The gather and scatter are checked move by move against the step table
+(:func:`tensorlsu.hdl.tmem_plan.schedule`, generated from ``layouts.tmem_table``; the test
+``tb/test_tmem.py::test_step_table_is_the_layout_table`` checks that its moves are exactly the
+table's cells), for every step row, every lane offset and all data; the assertions are
+written per row and per offset with constant slices, independently of the components' ROMs
+and shifters. The reduction is checked against a specification written with sign/magnitude
+comparisons (not the components' ordering keys).
+"""
+
+from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
+from amaranth.asserts import AnyConst, AnySeq
+from amaranth.hdl import Assert, Assume, Cover
+
+from tensorlsu.hdl.tmem import TmemQuadrant
+from tensorlsu.hdl.tmem_gather import TmemGather
+from tensorlsu.hdl.tmem_plan import PORTS, SHAPES, schedule
+from tensorlsu.hdl.tmem_records import CANONICAL_NAN, LANES, Kind, RedType, TmemParams
+from tensorlsu.hdl.tmem_reduce import TmemReduce
+from tensorlsu.hdl.tmem_scatter import TmemScatter
+
+__all__ = ["TMEM_SPECS"]
+
+HALF = LANES // 2
+
+
+def _offsets(v):
+    """Lane offsets a row runs with: 0 for 32x32b (the quadrant's first lane), 0 … 16 else."""
+    return [0] if schedule().keys[v.cls][1] == "32x32b" else range(HALF + 1)
+
+
+def _phys(lane: int, off: int) -> int:
+    return off + lane if lane < HALF else lane
+
+
+class TmemGatherSpec(Elaboratable):
+    """A step's words land in the beat's register pieces its row names, and every other piece
+    keeps its value, for every load row, lane offset and all data (two steps: the take, then
+    the beat)."""
+
+    def __init__(self, rows=None, gather_cls=TmemGather):
+        self.rows, self.gather_cls = rows, gather_cls
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.gather_cls()
+        sch = schedule()
+        for sig in (d.words, d.var, d.lane_off, d.take):
+            m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
+        words = [Value.cast(d.words[k]) for k in range(PORTS)]
+        pw = [Signal(len(w), name=f"prev_words{k}") for k, w in enumerate(words)]
+        pvar, poff, ptake = Signal.like(d.var), Signal.like(d.lane_off), Signal()
+        pbeat = Signal(len(Value.cast(d.beat)))
+        init = Signal()
+        m.d.sync += [init.eq(1), pvar.eq(d.var), poff.eq(d.lane_off), ptake.eq(d.take),
+                     pbeat.eq(Value.cast(d.beat))] + [pw[k].eq(words[k]) for k in range(PORTS)]
+        beat = Value.cast(d.beat)
+        m.d.comb += Assume(d.lane_off <= HALF)
+        with m.If(init & ~ptake):
+            m.d.comb += Assert(beat == pbeat, "no take: the beat keeps its value")
+        for vi, v in enumerate(sch.variants):
+            if v.store or (self.rows is not None and vi not in self.rows):
+                continue
+            moved = {}
+            for (slot, t, piece), (port, lane) in v.moves:
+                pieces = [(piece, 0)] if v.packed else [(0, 0), (1, 1)]
+                for dst, src in pieces:
+                    moved[(slot, t, dst)] = (port, lane, src)
+            for off in _offsets(v):
+                with m.If(init & ptake & (pvar == vi) & (poff == off)):
+                    for slot in range(2):
+                        for t in range(LANES):
+                            for h in (0, 1):
+                                at = 1024 * slot + 32 * t + 16 * h
+                                if (slot, t, h) in moved:
+                                    port, lane, sh = moved[(slot, t, h)]
+                                    src = 32 * _phys(lane, off) + 16 * sh
+                                    m.d.comb += Assert(beat[at:at + 16] == pw[port][src:src + 16],
+                                                       "the row's pieces come from its lanes")
+                                else:
+                                    m.d.comb += Assert(beat[at:at + 16] == pbeat[at:at + 16],
+                                                       "pieces the row does not deliver are kept")
+        return m
+
+
+class TmemScatterSpec(Elaboratable):
+    """The words a store step writes hold the register's pieces in the lanes its row names,
+    and only those lanes are written (the upper half zero with .unpack::16b), for every store
+    row, lane offset and all data (combinational)."""
+
+    def __init__(self, rows=None):
+        self.rows = rows
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = TmemScatter()
+        sch = schedule()
+        for sig in (d.reg, d.var, d.lane_off):
+            m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
+        reg = Value.cast(d.reg)
+        for vi, v in enumerate(sch.variants):
+            if not v.store or (self.rows is not None and vi not in self.rows):
+                continue
+            wide = sch.keys[v.cls][1] == "32x32b"
+            for off in _offsets(v):
+                with m.If((d.var == vi) & (d.lane_off == off)):
+                    m.d.comb += Assume(d.wide == wide)
+                    written = {}
+                    for (port, lane), (t, piece) in v.moves:
+                        written[(port, _phys(lane, off))] = (t, piece)
+                    for port in range(PORTS):
+                        word = Value.cast(d.words[port])
+                        for lane in range(LANES):
+                            en = d.lanes[port][lane]
+                            if (port, lane) not in written:
+                                m.d.comb += Assert(~en, "lanes the row does not name are not written")
+                                continue
+                            t, piece = written[(port, lane)]
+                            got = word[32 * lane:32 * lane + 32]
+                            want = Cat(reg[32 * t + 16 * piece:32 * t + 16 * piece + 16], Const(0, 16)) \
+                                if v.packed else reg[32 * t:32 * t + 32]
+                            m.d.comb += Assert(en & (got == want), "each written lane holds the register's piece")
+        return m
+
+
+def _better(m, a, b, red_max, red_type):
+    """a beats b as the reduction orders them, by sign and magnitude (f32: −0.0 below +0.0)."""
+    sa, sb, ma, mb = a[31], b[31], a[:31], b[:31]
+    f_less = Mux(sa != sb, sa, Mux(sa, ma > mb, ma < mb))
+    less = Signal(name="spec_less")
+    with m.Switch(red_type):
+        with m.Case(RedType.F32):
+            m.d.comb += less.eq(f_less)
+        with m.Case(RedType.S32):
+            m.d.comb += less.eq(a.as_signed() < b.as_signed())
+        with m.Default():
+            m.d.comb += less.eq(a < b)
+    return Mux(red_max, (a != b) & ~less, less)
+
+
+class _BrokenReduce(TmemReduce):
+    """A deliberately broken reduction: it folds a beat's second register even when the beat
+    has one (the reduction proof must fail)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = TmemReduce()
+        for name in ("beat", "fold", "clear", "red_max", "red_type", "abs", "nan"):
+            m.d.comb += getattr(inner, name).eq(getattr(self, name))
+        m.d.comb += [inner.two.eq(1), self.redval.eq(inner.redval)]
+        return m
+
+
+class TmemReduceSpec(Elaboratable):
+    """After a clear and two register beats (the second with one or two registers), a thread's
+    redval is the reduction's specification over those values: the least (.min) or greatest
+    (.max) non-NaN value, in .f32 after .abs; the canonical NaN when every value is NaN or, with
+    .NaN, when any is. For all values, types and flags of one thread (thread 0; every thread is
+    the same logic)."""
+
+    def __init__(self, reduce_cls=TmemReduce):
+        self.reduce_cls = reduce_cls
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.reduce_cls()
+        vals = [AnyConst(32) for _ in range(4)]
+        two_b = AnyConst(1)
+        for sig in (d.red_max, d.red_type, d.abs, d.nan):
+            m.d.comb += Value.cast(sig).eq(AnyConst(len(Value.cast(sig))))
+        m.d.comb += Assume(d.red_type.as_value() != 3)
+        m.d.comb += Assume((d.red_type == RedType.F32) | (~d.abs & ~d.nan))
+        step = Signal(2)
+        with m.If(step != 3):
+            m.d.sync += step.eq(step + 1)
+        m.d.comb += [d.clear.eq(step == 0), d.fold.eq((step == 1) | (step == 2)),
+                     d.two.eq(Mux(step == 2, two_b, 1))]
+        m.d.comb += [d.beat[0][0].eq(Mux(step == 1, vals[0], vals[2])),
+                     d.beat[1][0].eq(Mux(step == 1, vals[1], vals[3]))]
+        f32 = d.red_type == RedType.F32
+        present = [Const(1), Const(1), Const(1), two_b]
+        mags = [Signal(32, name=f"spec_in{k}") for k in range(4)]
+        nan = []
+        for k, v in enumerate(vals):
+            m.d.comb += mags[k].eq(Mux(f32 & d.abs, Cat(v[:31], Const(0, 1)), v))
+            nan.append(present[k] & f32 & (mags[k][23:31] == 0xFF) & (mags[k][:23] != 0))
+        valid = [present[k] & ~nan[k] for k in range(4)]
+        any_nan, any_valid = Cat(*nan).any(), Cat(*valid).any()
+        with m.If(step == 3):
+            with m.If(any_nan & (d.nan | ~any_valid)):
+                m.d.comb += Assert(d.redval[0] == CANONICAL_NAN, "a NaN result is the canonical NaN")
+            with m.Else():
+                best = []
+                for i in range(4):
+                    beaten = Cat(*[valid[j] & _better(m, mags[j], mags[i], d.red_max, d.red_type)
+                                   for j in range(4) if j != i]).any()
+                    best.append(valid[i] & ~beaten & (d.redval[0] == mags[i]))
+                m.d.comb += Assert(Cat(*best).any(), "redval is the extreme non-NaN value")
+            m.d.comb += Cover(any_nan & ~d.nan & any_valid & (d.red_max), "NaN skipped by .max")
+        return m
+
+
+class TmemStreamRules(Elaboratable):
+    """A quadrant's result and dump streams keep the handshake rules, beats come only for an
+    instruction in flight, one DONE or REDVAL beat or a register beat marked last ends it, and
+    the environment keeps the rules on the input streams."""
+
+    def __init__(self, columns=32, quadrant=1):
+        self.dut = TmemQuadrant(TmemParams(columns), quadrant)
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        ins = {"instr": d.instr, "store": d.store, "fill": d.fill, "dump_req": d.dump_req}
+        outs = {"result": d.result, "dump": d.dump}
+        for s in ins.values():
+            m.d.comb += [s.valid.eq(AnySeq(1)), Value.cast(s.payload).eq(AnySeq(len(Value.cast(s.payload))))]
+        for s in outs.values():
+            m.d.comb += s.ready.eq(AnySeq(1))
+        init = Signal()
+        m.d.sync += init.eq(1)
+        prev = {}
+        for name, s in list(ins.items()) + list(outs.items()):
+            pv, pr = Signal(name=f"{name}_pv"), Signal(name=f"{name}_pr")
+            pp = Signal(len(Value.cast(s.payload)), name=f"{name}_pp")
+            m.d.sync += [pv.eq(s.valid), pr.eq(s.ready), pp.eq(Value.cast(s.payload))]
+            prev[name] = (pv, pr, pp)
+        for name, s in ins.items():
+            pv, pr, pp = prev[name]
+            with m.If(init & pv & ~pr):
+                m.d.comb += Assume(s.valid & (Value.cast(s.payload) == pp))
+        for name, s in outs.items():
+            pv, pr, pp = prev[name]
+            with m.If(init & pv & ~pr):
+                m.d.comb += Assert(s.valid & (Value.cast(s.payload) == pp),
+                                   f"{name} holds valid and payload until ready")
+        inflight = Signal()
+        with m.If(d.instr.valid & d.instr.ready):
+            m.d.sync += inflight.eq(1)
+        with m.If(d.result.valid & d.result.ready & d.result.payload.last):
+            m.d.sync += inflight.eq(0)
+        m.d.comb += Assert(~(d.instr.valid & d.instr.ready) | ~inflight, "one instruction at a time")
+        with m.If(~inflight):
+            m.d.comb += Assert(~d.result.valid, "no result beat without an instruction in flight")
+            m.d.comb += Assert(~d.store.ready, "no store beat taken without a store in flight")
+        with m.If(d.result.valid & (d.result.payload.kind != Kind.REGS)):
+            m.d.comb += Assert(d.result.payload.last, "DONE and REDVAL beats end their instruction")
+        m.d.comb += Cover(d.result.valid & (d.result.payload.kind == Kind.DONE)
+                          & (d.result.payload.error == 0), "a store completes")
+        return m
+
+
+def _load_rows(shape):
+    sch = schedule()
+    return {vi for vi, v in enumerate(sch.variants) if not v.store and sch.keys[v.cls][1] == shape}
+
+
+def _store_rows():
+    return {vi for vi, v in enumerate(schedule().variants) if v.store}
+
+
+class _BrokenGather(TmemGather):
+    """A deliberately broken gather: port 0's lanes 3 and 4 swapped on the way in (the gather
+    proof must fail)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = TmemGather()
+        w = self.words[0]
+        m.d.comb += [inner.words[0].eq(Cat(w[:96], w[128:160], w[96:128], w[160:])),
+                     inner.words[1].eq(self.words[1]), inner.var.eq(self.var),
+                     inner.lane_off.eq(self.lane_off), inner.take.eq(self.take), self.beat.eq(inner.beat)]
+        return m
+
+
+TMEM_SPECS = {
+    **{f"tmem_gather_{s}": (lambda s=s: TmemGatherSpec(_load_rows(s)), "bmc", 2,
+                            f"every {s} load row, lane offset and all data") for s in SHAPES},
+    "broken_tmem_gather": (lambda: TmemGatherSpec(_load_rows("32x32b"), _BrokenGather), "bmc", 2, "must FAIL"),
+    "tmem_scatter": (lambda: TmemScatterSpec(), "bmc", 1, "every store row, lane offset and all data"),
+    "tmem_reduce": (lambda: TmemReduceSpec(), "bmc", 4, "the reduction for all values, types and flags"),
+    "broken_tmem_reduce": (lambda: TmemReduceSpec(_BrokenReduce), "bmc", 4, "must FAIL"),
+    "tmem_streams": (lambda: TmemStreamRules(), "bmc", 12, "a quadrant's streams, bounded"),
+    "tmem_streams_cover": (lambda: TmemStreamRules(), "cover", 12, "a store completes"),
+}
