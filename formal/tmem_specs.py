@@ -4,9 +4,11 @@ conventions: undriven inputs are free, assumptions constrain the environment).
 The gather and scatter are checked move by move against the step table
 (:func:`tensorlsu.hdl.tmem_plan.schedule`, generated from ``layouts.tmem_table``; the test
 ``tb/test_tmem.py::test_step_table_is_the_layout_table`` checks that its moves are exactly the
-table's cells), for every step row, every lane offset and all data; the assertions are
-written per row and per offset with constant slices, independently of the components' ROMs
-and shifters. The reduction is checked against a specification written with sign/magnitude
+table's cells), for every step row and all data, with the lanes where a row names them (lane
+offset 0); the lane helpers they call are proven for every offset on their own
+(``tmem_lanes``); ``all_offsets=True`` checks the composition for every offset at once (slow).
+The assertions are written per row with constant slices, independently of the components'
+ROMs and multiplexers. The reduction is checked against a specification written with sign/magnitude
 comparisons (not the components' ordering keys).
 """
 
@@ -14,8 +16,10 @@ from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cover
 
+from tensorlsu.hdl.records import Error
 from tensorlsu.hdl.tmem import TmemQuadrant
 from tensorlsu.hdl.tmem_gather import TmemGather
+from tensorlsu.hdl.tmem_lanes import to_physical, to_virtual
 from tensorlsu.hdl.tmem_plan import PORTS, SHAPES, schedule
 from tensorlsu.hdl.tmem_records import CANONICAL_NAN, LANES, Kind, RedType, TmemParams
 from tensorlsu.hdl.tmem_reduce import TmemReduce
@@ -26,9 +30,43 @@ __all__ = ["TMEM_SPECS"]
 HALF = LANES // 2
 
 
-def _offsets(v):
-    """Lane offsets a row runs with: 0 for 32x32b (the quadrant's first lane), 0 … 16 else."""
-    return [0] if schedule().keys[v.cls][1] == "32x32b" else range(HALF + 1)
+def _offsets(v, all_offsets=False):
+    """Lane offsets a row is checked with: 0 for 32x32b (the quadrant's first lane); for a
+    16-lane form 0 … 16 with ``all_offsets``, else 0 (the lane helpers are proven for every
+    offset on their own, TmemLanesSpec: the gather and scatter only call them)."""
+    return range(HALF + 1) if all_offsets and schedule().keys[v.cls][1] != "32x32b" else [0]
+
+
+class TmemLanesSpec(Elaboratable):
+    """The lane helpers (hdl/tmem_lanes.py) for every offset and all data: virtual lane k of a
+    16-lane form is physical lane offset + k; a written physical lane L takes virtual lane
+    L − offset, and is reached exactly when 0 ≤ L − offset < 16 (every lane with 32x32b)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        phys = [Signal(32, name=f"phys{k}") for k in range(LANES)]
+        virt = [Signal(32, name=f"virt{k}") for k in range(LANES)]
+        off, wide = Signal(range(LANES + 1)), Signal()
+        for sig in phys + virt + [off, wide]:
+            m.d.comb += sig.eq(AnySeq(len(sig)))
+        m.d.comb += Assume(off <= HALF)
+        got_v = to_virtual(phys, off)
+        got_p = to_physical(virt, wide, off)
+        for o in range(HALF + 1):
+            with m.If(off == o):
+                for k in range(LANES):
+                    want = phys[o + k] if k < HALF else phys[k]
+                    m.d.comb += Assert(got_v[k] == want, "virtual lane k is physical lane offset + k")
+                for lane in range(LANES):
+                    value, reached = got_p[lane]
+                    inside = 0 <= lane - o < HALF
+                    with m.If(wide):
+                        m.d.comb += Assert(reached & (value == virt[lane]), "32x32b lanes stay")
+                    with m.Else():
+                        m.d.comb += Assert(reached == int(inside), "a 16-lane form reaches its 16 lanes")
+                        if inside:
+                            m.d.comb += Assert(value == virt[lane - o], "lane L takes virtual lane L - offset")
+        return m
 
 
 def _phys(lane: int, off: int) -> int:
@@ -40,8 +78,8 @@ class TmemGatherSpec(Elaboratable):
     keeps its value, for every load row, lane offset and all data (two steps: the take, then
     the beat)."""
 
-    def __init__(self, rows=None, gather_cls=TmemGather):
-        self.rows, self.gather_cls = rows, gather_cls
+    def __init__(self, rows=None, gather_cls=TmemGather, all_offsets=False):
+        self.rows, self.gather_cls, self.all_offsets = rows, gather_cls, all_offsets
 
     def elaborate(self, platform):
         m = Module()
@@ -57,7 +95,7 @@ class TmemGatherSpec(Elaboratable):
         m.d.sync += [init.eq(1), pvar.eq(d.var), poff.eq(d.lane_off), ptake.eq(d.take),
                      pbeat.eq(Value.cast(d.beat))] + [pw[k].eq(words[k]) for k in range(PORTS)]
         beat = Value.cast(d.beat)
-        m.d.comb += Assume(d.lane_off <= HALF)
+        m.d.comb += Assume(d.lane_off <= (HALF if self.all_offsets else 0))
         with m.If(init & ~ptake):
             m.d.comb += Assert(beat == pbeat, "no take: the beat keeps its value")
         for vi, v in enumerate(sch.variants):
@@ -68,7 +106,7 @@ class TmemGatherSpec(Elaboratable):
                 pieces = [(piece, 0)] if v.packed else [(0, 0), (1, 1)]
                 for dst, src in pieces:
                     moved[(slot, t, dst)] = (port, lane, src)
-            for off in _offsets(v):
+            for off in _offsets(v, self.all_offsets):
                 with m.If(init & ptake & (pvar == vi) & (poff == off)):
                     for slot in range(2):
                         for t in range(LANES):
@@ -90,8 +128,8 @@ class TmemScatterSpec(Elaboratable):
     and only those lanes are written (the upper half zero with .unpack::16b), for every store
     row, lane offset and all data (combinational)."""
 
-    def __init__(self, rows=None):
-        self.rows = rows
+    def __init__(self, rows=None, all_offsets=False):
+        self.rows, self.all_offsets = rows, all_offsets
 
     def elaborate(self, platform):
         m = Module()
@@ -99,12 +137,13 @@ class TmemScatterSpec(Elaboratable):
         sch = schedule()
         for sig in (d.reg, d.var, d.lane_off):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
+        m.d.comb += Assume(d.lane_off <= (HALF if self.all_offsets else 0))
         reg = Value.cast(d.reg)
         for vi, v in enumerate(sch.variants):
             if not v.store or (self.rows is not None and vi not in self.rows):
                 continue
             wide = sch.keys[v.cls][1] == "32x32b"
-            for off in _offsets(v):
+            for off in _offsets(v, self.all_offsets):
                 with m.If((d.var == vi) & (d.lane_off == off)):
                     m.d.comb += Assume(d.wide == wide)
                     written = {}
@@ -248,7 +287,7 @@ class TmemStreamRules(Elaboratable):
         with m.If(d.result.valid & (d.result.payload.kind != Kind.REGS)):
             m.d.comb += Assert(d.result.payload.last, "DONE and REDVAL beats end their instruction")
         m.d.comb += Cover(d.result.valid & (d.result.payload.kind == Kind.DONE)
-                          & (d.result.payload.error == 0), "a store completes")
+                          & (d.result.payload.error == Error.NONE), "a store completes")
         return m
 
 
@@ -276,10 +315,11 @@ class _BrokenGather(TmemGather):
 
 
 TMEM_SPECS = {
+    "tmem_lanes": (lambda: TmemLanesSpec(), "bmc", 1, "the lane helpers for every offset and all data"),
     **{f"tmem_gather_{s}": (lambda s=s: TmemGatherSpec(_load_rows(s)), "bmc", 2,
-                            f"every {s} load row, lane offset and all data") for s in SHAPES},
+                            f"every {s} load row and all data (lane offset 0)") for s in SHAPES},
     "broken_tmem_gather": (lambda: TmemGatherSpec(_load_rows("32x32b"), _BrokenGather), "bmc", 2, "must FAIL"),
-    "tmem_scatter": (lambda: TmemScatterSpec(), "bmc", 1, "every store row, lane offset and all data"),
+    "tmem_scatter": (lambda: TmemScatterSpec(), "bmc", 1, "every store row and all data (lane offset 0)"),
     "tmem_reduce": (lambda: TmemReduceSpec(), "bmc", 4, "the reduction for all values, types and flags"),
     "broken_tmem_reduce": (lambda: TmemReduceSpec(_BrokenReduce), "bmc", 4, "must FAIL"),
     "tmem_streams": (lambda: TmemStreamRules(), "bmc", 12, "a quadrant's streams, bounded"),

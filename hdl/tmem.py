@@ -25,8 +25,8 @@ steps; one completion beat follows the last write. One instruction at a time per
 refused one gives one beat (its error) after its store beats, and touches nothing.
 
 Assumptions: ``columns`` is a power of two from 32 to 512. Fill and dump are taken only while
-no instruction is in flight (they use port 1), and an instruction only once a dumped column
-has left.
+no instruction is in flight (they use port 1) and go before an instruction offered in the same
+cycle; an instruction is taken only once a dumped column has left.
 """
 
 from __future__ import annotations
@@ -99,8 +99,11 @@ class TmemQuadrant(wiring.Component):
         # writes (a store), and fill and dump run while idle, so each port is a true
         # read-or-write port (two per block RAM).
         port_addr = [Signal(range(p.columns), name=f"port{k}_addr") for k in range(PORTS)]
+        read = [Signal(name=f"port{k}_read") for k in range(PORTS)]
         for k in range(PORTS):
-            m.d.comb += [rd[k].addr.eq(port_addr[k]), wr[k].addr.eq(port_addr[k])]
+            # (never both in one cycle; said outright so that synthesis sees a read-or-write port)
+            m.d.comb += [rd[k].addr.eq(port_addr[k]), wr[k].addr.eq(port_addr[k]),
+                         rd[k].en.eq(read[k] & ~wr[k].en.any())]
 
         ins = self.instr.payload
         m.d.comb += check.instr.eq(ins)
@@ -114,7 +117,8 @@ class TmemQuadrant(wiring.Component):
         red, red_max, red_type, red_abs, red_nan = Signal(), Signal(), Signal(RedType), Signal(), Signal()
         accept = Signal()
         dump_pending = Signal()                                 # a dumped column not yet taken
-        m.d.comb += [self.instr.ready.eq(~busy & ~dump_pending),
+        # fill and dump go first while idle (they use port 1, which an instruction's steps need)
+        m.d.comb += [self.instr.ready.eq(~busy & ~dump_pending & ~self.fill.valid & ~self.dump_req.valid),
                      accept.eq(self.instr.valid & self.instr.ready), self.idle.eq(~busy & ~dump_pending)]
         with m.If(accept):
             m.d.sync += [busy.eq(1), store.eq(ins.store), err.eq(check.error),
@@ -141,7 +145,7 @@ class TmemQuadrant(wiring.Component):
         issuing = Signal()
         m.d.comb += issuing.eq(busy & ~store & ~refusing & ~issued_all & can_issue)
         for k in range(PORTS):
-            m.d.comb += [port_addr[k].eq(steps.addr[k]), rd[k].en.eq(issuing)]
+            m.d.comb += [port_addr[k].eq(steps.addr[k]), read[k].eq(issuing)]
         with m.If(issuing & steps.final):
             m.d.sync += issued_all.eq(1)
         with m.If(can_issue):
@@ -201,7 +205,7 @@ class TmemQuadrant(wiring.Component):
             m.d.comb += [port_addr[1].eq(fill.col), wr[1].data.eq(fill.data),
                          wr[1].en.eq((1 << LANES) - 1)]
         with m.If(self.dump_req.valid & self.dump_req.ready):
-            m.d.comb += [port_addr[1].eq(self.dump_req.payload), rd[1].en.eq(1)]
+            m.d.comb += [port_addr[1].eq(self.dump_req.payload), read[1].eq(1)]
             m.d.sync += dump_pending.eq(1)
         with m.Elif(self.dump.ready):
             m.d.sync += dump_pending.eq(0)

