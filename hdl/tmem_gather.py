@@ -12,11 +12,11 @@ one of the few (port, lane, half) sources it ever takes.
 
 from __future__ import annotations
 
-from amaranth import Array, Module, Signal, unsigned
+from amaranth import Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .rom import rom
+from .rom import rom, select
 from .tmem_lanes import to_virtual
 from .tmem_plan import PORTS, schedule
 from .tmem_records import LANES
@@ -95,9 +95,9 @@ class TmemGather(wiring.Component):
         for target in sorted(cands):
             n = len(cands[target])
             sel = sels[names[tuple(table[target].get(vi, n) for vi in range(nvar))]]
-            srcs = Array(virt[port][lane][HALF_BITS * h:HALF_BITS * h + HALF_BITS]
-                         for port, lane, h in cands[target])
+            srcs = [virt[port][lane][HALF_BITS * h:HALF_BITS * h + HALF_BITS]
+                    for port, lane, h in cands[target]]
             slot, t, h = target
             with m.If(self.take & (sel != n)):
-                m.d.sync += self.beat[slot][t][HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(srcs[sel])
+                m.d.sync += self.beat[slot][t][HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(select(srcs, sel))
         return m

@@ -10,8 +10,9 @@ shifter over 1,024 bits is what a variable word select becomes in synthesis and 
 
 from __future__ import annotations
 
-from amaranth import Array, Mux
+from amaranth import Mux
 
+from .rom import select
 from .tmem_records import LANES
 
 __all__ = ["to_virtual", "to_physical", "HALF", "OFFSETS"]
@@ -25,7 +26,7 @@ def to_virtual(phys, lane_off):
     """Virtual lane ``k`` of a word read from the memory (``phys``: its 32 lanes): physical
     lane ``lane_off + k`` for k < 16 (the 16-lane forms use these only); lanes 16 … 31 are
     32x32b's, unmoved."""
-    return [Array(phys[k:k + OFFSETS])[lane_off] if k < HALF else phys[k] for k in range(LANES)]
+    return [select(phys[k:k + OFFSETS], lane_off) if k < HALF else phys[k] for k in range(LANES)]
 
 
 def to_physical(virt, wide, lane_off):
@@ -36,7 +37,7 @@ def to_physical(virt, wide, lane_off):
     for lane in range(LANES):
         # offsets o that bring a virtual lane here: 0 <= lane - o < 16
         offs = [o for o in range(OFFSETS) if 0 <= lane - o < HALF]
-        src = Array(virt[lane - o] for o in offs)[lane_off - offs[0]]
+        src = select([virt[lane - o] for o in offs], (lane_off - offs[0])[:5])
         inside = (lane_off >= offs[0]) & (lane_off <= offs[-1])
         out.append((Mux(wide, virt[lane], src), wide | inside))
     return out

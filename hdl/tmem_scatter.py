@@ -12,11 +12,11 @@ ever takes.
 
 from __future__ import annotations
 
-from amaranth import Array, Const, Module, Signal, unsigned
+from amaranth import Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .rom import rom
+from .rom import rom, select
 from .tmem_lanes import to_physical
 from .tmem_plan import PORTS, schedule
 from .tmem_records import LANES
@@ -87,7 +87,7 @@ class TmemScatter(wiring.Component):
         sels = rom(m, self.var, {names[rows]: (range(n + 1), list(rows)) for rows, n in tables.items()},
                    "selects")
 
-        def select(rows, n):
+        def selector(rows, n):
             return sels[names[rows]]
 
         for k in range(PORTS):
@@ -100,11 +100,11 @@ class TmemScatter(wiring.Component):
                     if target not in cands:
                         continue
                     n = len(cands[target])
-                    sel = select(tuple(table[target].get(vi, n) for vi in range(nvar)), n)
-                    srcs = Array(Const(0, HALF_BITS) if s == ZERO else
-                                 self.reg[s[0]][HALF_BITS * s[1]:HALF_BITS * s[1] + HALF_BITS]
-                                 for s in cands[target])
-                    m.d.comb += word[HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(srcs[sel])
+                    sel = selector(tuple(table[target].get(vi, n) for vi in range(nvar)), n)
+                    srcs = [Const(0, HALF_BITS) if s == ZERO else
+                            self.reg[s[0]][HALF_BITS * s[1]:HALF_BITS * s[1] + HALF_BITS]
+                            for s in cands[target]]
+                    m.d.comb += word[HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(select(srcs, sel))
                     if h == 0:
                         m.d.comb += on.eq(sel != n)
                 virt_word.append(word)

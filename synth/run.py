@@ -36,6 +36,11 @@ def blocks(policy: str):
     from tensorlsu.hdl.scheduler import BankScheduler
     from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
     from tensorlsu.hdl.tmem import TmemQuadrant
+    from tensorlsu.hdl.tmem_check import TmemCheck
+    from tensorlsu.hdl.tmem_gather import TmemGather
+    from tensorlsu.hdl.tmem_reduce import TmemReduce
+    from tensorlsu.hdl.tmem_scatter import TmemScatter
+    from tensorlsu.hdl.tmem_steps import TmemSteps
     from tensorlsu.hdl.tmem_records import TmemParams
     p = Params(schedule=policy, tmem_columns=0)
     return {
@@ -52,8 +57,13 @@ def blocks(policy: str):
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
         "unit": lambda: LoadStoreUnit(p),
-        # one Tensor Memory quadrant of the full size (512 columns of 32 lanes)
+        # one Tensor Memory quadrant of the full size (512 columns of 32 lanes), and its parts
         "tmem_quadrant": lambda: TmemQuadrant(TmemParams(512), 0),
+        "tmem_gather": lambda: TmemGather(),
+        "tmem_scatter": lambda: TmemScatter(),
+        "tmem_reduce": lambda: TmemReduce(),
+        "tmem_check": lambda: TmemCheck(TmemParams(512), 0),
+        "tmem_steps": lambda: TmemSteps(),
         # the whole unit: the shared-memory path and four 512-column quadrants
         "unit_tmem": lambda: LoadStoreUnit(Params(schedule=policy)),
     }
@@ -173,7 +183,7 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     (work / MUX_MAP.name).write_text(MUX_MAP.read_text())
     # The generic pass maps memories to flip-flops: for Tensor Memory (512 kbit a quadrant)
     # that exhausts Yosys's memory, so those blocks go straight to the ECP5 mapping.
-    generic_pass = "tmem" not in name
+    generic_pass = name not in ("tmem_quadrant", "unit_tmem")
     script = ((prep + "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
                "tee -q -o ltp.txt ltp -noff; design -reset; ") if generic_pass else "") + \
         prep + ecp5_script("top.json", mux_cover) + "; tee -q -o ecp5_stat.txt stat"
