@@ -13,7 +13,7 @@ result; .abs clears the sign bit of every input first.
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,15 +25,12 @@ __all__ = ["TmemReduce", "order_key"]
 
 def order_key(m, v, red_type, name):
     """An unsigned key that orders values as the reduction's type does (f32: NaN aside,
-    −0.0 below +0.0; s32 by sign; u32 as is)."""
+    −0.0 below +0.0; s32 by sign; u32 as is): the sign bit flipped for f32 and s32, and the
+    other bits of a negative f32 inverted."""
     k = Signal(32, name=f"key_{name}")
-    with m.Switch(red_type):
-        with m.Case(RedType.F32):
-            m.d.comb += k.eq(Mux(v[31], ~v, v | 0x80000000))
-        with m.Case(RedType.S32):
-            m.d.comb += k.eq(v ^ 0x80000000)
-        with m.Default():
-            m.d.comb += k.eq(v)
+    f32 = red_type == RedType.F32
+    signed_ = f32 | (red_type == RedType.S32)
+    m.d.comb += k.eq(Cat(v[:31] ^ (f32 & v[31]).replicate(31), v[31] ^ signed_))
     return k
 
 
@@ -70,7 +67,8 @@ class TmemReduce(wiring.Component):
                 isnan = f32 & (mag[23:31] == 0xFF) & (mag[:23] != 0)
                 new_key = order_key(m, mag, self.red_type, f"{t}_{j}_in")
                 old_key = order_key(m, cur[0], self.red_type, f"{t}_{j}_kept")
-                better = Mux(self.red_max, new_key > old_key, new_key < old_key)
+                # one comparator: equal keys are equal values, so taking either is the same
+                better = (new_key < old_key) ^ self.red_max
                 present = 1 if j == 0 else self.two
                 take = present & ~isnan & (~cur[1] | better)
                 nxt = (Signal(32, name=f"best{t}_{j}"), Signal(name=f"seen{t}_{j}"),
