@@ -322,6 +322,6 @@ TMEM_SPECS = {
     "tmem_scatter": (lambda: TmemScatterSpec(), "bmc", 1, "every store row and all data (lane offset 0)"),
     "tmem_reduce": (lambda: TmemReduceSpec(), "bmc", 4, "the reduction for all values, types and flags"),
     "broken_tmem_reduce": (lambda: TmemReduceSpec(_BrokenReduce), "bmc", 4, "must FAIL"),
-    "tmem_streams": (lambda: TmemStreamRules(), "bmc", 12, "a quadrant's streams, bounded"),
+    "tmem_streams": (lambda: TmemStreamRules(), "bmc", 8, "a quadrant's streams, bounded"),
     "tmem_streams_cover": (lambda: TmemStreamRules(), "cover", 12, "a store completes"),
 }
