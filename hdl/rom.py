@@ -14,7 +14,7 @@ from __future__ import annotations
 from amaranth import Array, Mux, Signal
 from amaranth.lib import data
 
-__all__ = ["rom", "select"]
+__all__ = ["rom", "select", "candidates", "selects"]
 
 
 def rom(m, index, fields: dict, name: str):
@@ -39,3 +39,29 @@ def select(values, index):
                   for k in range(0, len(values), 2)]
         bit += 1
     return values[0]
+
+
+def candidates(moves):
+    """From ``(row, target, source)`` triples: per target, its distinct sources in order of
+    appearance, and per target and row the index of the source it takes there."""
+    cands, table = {}, {}
+    for row, target, src in moves:
+        lst = cands.setdefault(target, [])
+        if src not in lst:
+            lst.append(src)
+        table.setdefault(target, {})[row] = lst.index(src)
+    return cands, table
+
+
+def selects(m, index, cands, table, rows: int, name: str = "selects") -> dict:
+    """Per target of :func:`candidates`, a select signal: the index of its source in row
+    ``index``, or the number of its sources where the row has none. Targets with the same
+    column of selects share one, and all are fields of one ROM."""
+    columns, column_of = {}, {}
+    for target in sorted(cands):
+        n = len(cands[target])
+        col = tuple(table[target].get(r, n) for r in range(rows))
+        columns.setdefault(col, (f"sel{len(columns)}", n))
+        column_of[target] = col
+    sels = rom(m, index, {field: (range(n + 1), list(col)) for col, (field, n) in columns.items()}, name)
+    return {target: sels[columns[col][0]] for target, col in column_of.items()}

@@ -16,7 +16,7 @@ from amaranth import Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .rom import rom, select
+from .rom import candidates, select, selects
 from .tmem_lanes import to_virtual
 from .tmem_plan import PORTS, schedule
 from .tmem_records import LANES
@@ -33,22 +33,19 @@ def beat_layout() -> data.ArrayLayout:
 
 def sources():
     """Per 16-bit piece ``(slot, thread, half)`` of a beat: its candidate sources
-    ``(port, virtual lane, half)`` and, per step row, the index of the one it takes (None: it
+    ``(port, virtual lane, half)`` and, per step row, the index of the one it takes (absent: it
     keeps its value)."""
-    sch = schedule()
-    cands, table = {}, {}
-    for vi, v in enumerate(sch.variants):
-        if v.store:
-            continue
-        for (slot, t, piece), (port, lane) in v.moves:
-            pairs = [((slot, t, piece), (port, lane, 0))] if v.packed else \
-                    [((slot, t, h), (port, lane, h)) for h in (0, 1)]
-            for target, src in pairs:
-                lst = cands.setdefault(target, [])
-                if src not in lst:
-                    lst.append(src)
-                table.setdefault(target, {})[vi] = lst.index(src)
-    return cands, table
+    def moves():
+        for vi, v in enumerate(schedule().variants):
+            if v.store:
+                continue
+            for (slot, t, piece), (port, lane) in v.moves:
+                if v.packed:
+                    yield vi, (slot, t, piece), (port, lane, 0)
+                else:
+                    for h in (0, 1):
+                        yield vi, (slot, t, h), (port, lane, h)
+    return candidates(moves())
 
 
 class TmemGather(wiring.Component):
@@ -84,17 +81,10 @@ class TmemGather(wiring.Component):
                                  self.lane_off)
             m.d.comb += [virt[k][lane].eq(rotated[lane]) for lane in range(LANES)]
         cands, table = sources()
-        # one select per distinct table (pieces of many threads share them), all in one ROM
-        tables = {}
+        sel_of = selects(m, self.var, cands, table, nvar)
         for target in sorted(cands):
             n = len(cands[target])
-            tables.setdefault(tuple(table[target].get(vi, n) for vi in range(nvar)), n)
-        names = {rows: f"sel{k}" for k, rows in enumerate(tables)}
-        sels = rom(m, self.var, {names[rows]: (range(n + 1), list(rows)) for rows, n in tables.items()},
-                   "selects")
-        for target in sorted(cands):
-            n = len(cands[target])
-            sel = sels[names[tuple(table[target].get(vi, n) for vi in range(nvar))]]
+            sel = sel_of[target]
             srcs = [virt[port][lane][HALF_BITS * h:HALF_BITS * h + HALF_BITS]
                     for port, lane, h in cands[target]]
             slot, t, h = target

@@ -27,7 +27,7 @@ from tensorlsu.sim import layouts, ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1, Instr
 
 __all__ = ["PORTS", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "MAX_REGS", "lanes_of",
-           "cols_of", "Variant", "Schedule", "schedule"]
+           "cols_of", "Variant", "Schedule", "schedule", "forms"]
 
 #: Column ports of a quadrant's memory (columns read or written per step).
 PORTS = 2
@@ -191,20 +191,25 @@ class Schedule:
         return self.keys.index((op, shape, pack, pl.period_regs))
 
     def forms(self):
-        """(op, shape, num, pack) of every form, .red ones aside (they run as the plain load)."""
-        for op in ("tcgen05.ld", "tcgen05.st"):
-            for shape in SHAPES:
-                for pack in (False, True):
-                    for num in NUMS:
-                        if TCGEN05_REGS_PER_X1[shape] * num <= MAX_REGS:
-                            yield op, shape, num, pack
+        """(op, shape, num, pack) of every form (:func:`forms`)."""
+        return forms()
+
+
+def forms():
+    """(op, shape, num, pack) of every form, .red ones aside (they run as the plain load)."""
+    for op in ("tcgen05.ld", "tcgen05.st"):
+        for shape in SHAPES:
+            for pack in (False, True):
+                for num in NUMS:
+                    if TCGEN05_REGS_PER_X1[shape] * num <= MAX_REGS:
+                        yield op, shape, num, pack
 
 
 @lru_cache(maxsize=None)
 def schedule() -> Schedule:
     """The step table of every form."""
     classes = {}
-    for op, shape, num, pack in Schedule((), (), (), ()).forms():
+    for op, shape, num, pack in forms():
         pl = plan(op, shape, num, pack)
         classes.setdefault((op, shape, pack, pl.period_regs), pl)
     keys = tuple(sorted(classes, key=str))

@@ -16,7 +16,7 @@ from amaranth import Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .rom import rom, select
+from .rom import candidates, select, selects
 from .tmem_lanes import to_physical
 from .tmem_plan import PORTS, schedule
 from .tmem_records import LANES
@@ -31,20 +31,18 @@ def sources():
     """Per 16-bit piece ``(port, virtual lane, half)`` of the words: its candidate sources
     (``(thread, half)`` of the register, or :data:`ZERO`) and, per step row, the index of the
     one it takes (absent: the lane is not written)."""
-    sch = schedule()
-    cands, table = {}, {}
-    for vi, v in enumerate(sch.variants):
-        if not v.store:
-            continue
-        for (port, lane), (t, piece) in v.moves:
-            pairs = [((port, lane, 0), (t, piece)), ((port, lane, 1), ZERO)] if v.packed else \
-                    [((port, lane, h), (t, h)) for h in (0, 1)]
-            for target, src in pairs:
-                lst = cands.setdefault(target, [])
-                if src not in lst:
-                    lst.append(src)
-                table.setdefault(target, {})[vi] = lst.index(src)
-    return cands, table
+    def moves():
+        for vi, v in enumerate(schedule().variants):
+            if not v.store:
+                continue
+            for (port, lane), (t, piece) in v.moves:
+                if v.packed:
+                    yield vi, (port, lane, 0), (t, piece)
+                    yield vi, (port, lane, 1), ZERO
+                else:
+                    for h in (0, 1):
+                        yield vi, (port, lane, h), (t, h)
+    return candidates(moves())
 
 
 class TmemScatter(wiring.Component):
@@ -78,17 +76,7 @@ class TmemScatter(wiring.Component):
         m = Module()
         nvar = len(schedule().variants)
         cands, table = sources()
-        # one select per distinct table, all in one ROM
-        tables = {}
-        for target in sorted(cands):
-            n = len(cands[target])
-            tables.setdefault(tuple(table[target].get(vi, n) for vi in range(nvar)), n)
-        names = {rows: f"sel{k}" for k, rows in enumerate(tables)}
-        sels = rom(m, self.var, {names[rows]: (range(n + 1), list(rows)) for rows, n in tables.items()},
-                   "selects")
-
-        def selector(rows, n):
-            return sels[names[rows]]
+        sel_of = selects(m, self.var, cands, table, nvar)
 
         for k in range(PORTS):
             virt_word, virt_on = [], []
@@ -100,7 +88,7 @@ class TmemScatter(wiring.Component):
                     if target not in cands:
                         continue
                     n = len(cands[target])
-                    sel = selector(tuple(table[target].get(vi, n) for vi in range(nvar)), n)
+                    sel = sel_of[target]
                     srcs = [Const(0, HALF_BITS) if s == ZERO else
                             self.reg[s[0]][HALF_BITS * s[1]:HALF_BITS * s[1] + HALF_BITS]
                             for s in cands[target]]
