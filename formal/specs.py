@@ -19,7 +19,7 @@ from tensorlsu.hdl.params import GROUP_ROWS, Params
 from tensorlsu.hdl.scheduler import BankScheduler
 from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
 
-__all__ = ["SPECS"]
+__all__ = ["SPECS", "handshake_rules"]
 
 
 class SchedulerContract(Elaboratable):
@@ -275,6 +275,37 @@ class StoreShuffleSpec(Elaboratable):
         return m
 
 
+def handshake_rules(m, ins: dict, outs: dict) -> dict:
+    """Free payloads and valids on the input streams ``ins`` and readies on the outputs
+    ``outs`` (name → stream); assumes a producer holds valid and payload until ready, and
+    asserts the block does so on its outputs. Returns each stream's previous
+    (valid, ready, payload) registers."""
+    for name, s in ins.items():
+        m.d.comb += [s.valid.eq(AnySeq(1)), Value.cast(s.payload).eq(AnySeq(len(Value.cast(s.payload))))]
+    for name, s in outs.items():
+        m.d.comb += s.ready.eq(AnySeq(1))
+    prev = {}
+    init = Signal()
+    m.d.sync += init.eq(1)
+    for name, s in list(ins.items()) + list(outs.items()):
+        pv, pr = Signal(name=f"{name}_pv"), Signal(name=f"{name}_pr")
+        pp = Signal(len(Value.cast(s.payload)), name=f"{name}_pp")
+        m.d.sync += [pv.eq(s.valid), pr.eq(s.ready), pp.eq(Value.cast(s.payload))]
+        prev[name] = (pv, pr, pp)
+    for name, s in ins.items():
+        pv, pr, pp = prev[name]
+        with m.If(init & pv & ~pr):
+            # assumption: a producer holds valid and its payload until ready
+            m.d.comb += Assume(s.valid & (Value.cast(s.payload) == pp))
+    for name, s in outs.items():
+        pv, pr, pp = prev[name]
+        with m.If(init & pv & ~pr):
+            # The block holds valid and keeps its payload stable until the consumer is ready.
+            m.d.comb += Assert(s.valid & (Value.cast(s.payload) == pp),
+                               f"{name} holds valid and payload until ready")
+    return prev
+
+
 class StreamRules(Elaboratable):
     """The unit's result and dump streams keep the handshake rules, and no beat comes
     without an instruction; the environment keeps them on the input streams."""
@@ -287,29 +318,7 @@ class StreamRules(Elaboratable):
         d = m.submodules.dut = self.dut
         ins = {"instr": d.instr, "store": d.store, "fill": d.fill, "dump_req": d.dump_req}
         outs = {"result": d.result, "dump": d.dump}
-        for name, s in ins.items():
-            m.d.comb += [s.valid.eq(AnySeq(1)), Value.cast(s.payload).eq(AnySeq(len(Value.cast(s.payload))))]
-        for name, s in outs.items():
-            m.d.comb += s.ready.eq(AnySeq(1))
-        prev = {}
-        init = Signal()
-        m.d.sync += init.eq(1)
-        for name, s in list(ins.items()) + list(outs.items()):
-            pv, pr = Signal(name=f"{name}_pv"), Signal(name=f"{name}_pr")
-            pp = Signal(len(Value.cast(s.payload)), name=f"{name}_pp")
-            m.d.sync += [pv.eq(s.valid), pr.eq(s.ready), pp.eq(Value.cast(s.payload))]
-            prev[name] = (pv, pr, pp)
-        for name, s in ins.items():
-            pv, pr, pp = prev[name]
-            with m.If(init & pv & ~pr):
-                # assumption: a producer holds valid and its payload until ready
-                m.d.comb += Assume(s.valid & (Value.cast(s.payload) == pp))
-        for name, s in outs.items():
-            pv, pr, pp = prev[name]
-            with m.If(init & pv & ~pr):
-                # The unit holds valid and keeps its payload stable until the consumer is ready.
-                m.d.comb += Assert(s.valid & (Value.cast(s.payload) == pp),
-                                   f"{name} holds valid and payload until ready")
+        prev = handshake_rules(m, ins, outs)
         accepted, completed = Signal(8), Signal(8)
         with m.If(d.instr.valid & d.instr.ready):
             m.d.sync += accepted.eq(accepted + 1)

@@ -25,6 +25,8 @@ from tensorlsu.hdl.tmem_records import CANONICAL_NAN, LANES, Kind, RedType, Tmem
 from tensorlsu.hdl.tmem_reduce import TmemReduce
 from tensorlsu.hdl.tmem_scatter import TmemScatter
 
+from specs import handshake_rules  # noqa: E402  (formal/ is on the path: run.py)
+
 __all__ = ["TMEM_SPECS"]
 
 HALF = LANES // 2
@@ -254,27 +256,7 @@ class TmemStreamRules(Elaboratable):
         d = m.submodules.dut = self.dut
         ins = {"instr": d.instr, "store": d.store, "fill": d.fill, "dump_req": d.dump_req}
         outs = {"result": d.result, "dump": d.dump}
-        for s in ins.values():
-            m.d.comb += [s.valid.eq(AnySeq(1)), Value.cast(s.payload).eq(AnySeq(len(Value.cast(s.payload))))]
-        for s in outs.values():
-            m.d.comb += s.ready.eq(AnySeq(1))
-        init = Signal()
-        m.d.sync += init.eq(1)
-        prev = {}
-        for name, s in list(ins.items()) + list(outs.items()):
-            pv, pr = Signal(name=f"{name}_pv"), Signal(name=f"{name}_pr")
-            pp = Signal(len(Value.cast(s.payload)), name=f"{name}_pp")
-            m.d.sync += [pv.eq(s.valid), pr.eq(s.ready), pp.eq(Value.cast(s.payload))]
-            prev[name] = (pv, pr, pp)
-        for name, s in ins.items():
-            pv, pr, pp = prev[name]
-            with m.If(init & pv & ~pr):
-                m.d.comb += Assume(s.valid & (Value.cast(s.payload) == pp))
-        for name, s in outs.items():
-            pv, pr, pp = prev[name]
-            with m.If(init & pv & ~pr):
-                m.d.comb += Assert(s.valid & (Value.cast(s.payload) == pp),
-                                   f"{name} holds valid and payload until ready")
+        handshake_rules(m, ins, outs)
         inflight = Signal()
         with m.If(d.instr.valid & d.instr.ready):
             m.d.sync += inflight.eq(1)
