@@ -30,6 +30,8 @@ SIMS = ["icarus", "verilator"]
     ({"schedule": "fifo"}, "schedule must be one of 'h200', 'packed', not 'fifo'"),
     ({"smem_bytes": 0}, "smem_bytes must be a positive integer, not 0"),
     ({"banks": True}, "banks must be a positive integer, not True"),
+    ({"tmem_columns": 48}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 48"),
+    ({"tmem_columns": 1024}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 1024"),
 ])
 def test_parameters_are_validated(kwargs, message):
     with pytest.raises(ValueError) as e:
@@ -123,6 +125,24 @@ def test_rtl_backend_refuses_what_it_lacks():
     assert out == [{"error": "the load/store unit has no global memory (wmma.load .global)"},
                    {"error": "the load/store unit has no global memory (a generic address in the "
                              "global image)"}]
+
+
+@pytest.mark.parametrize("record,message", [
+    ('"taddr": 0', "tcgen05.ld needs an integer 'warp'"),
+    ('"taddr": 4294967296, "warp": 0', "tcgen05.ld: taddr 0x100000000 is not a 32-bit Tensor Memory address"),
+    ('"taddr": 0, "warp": -1', "tcgen05.ld: warp index -1 is negative"),
+    ('"taddr": 0, "warp": 0, "tmem_cols": 48', "Tensor Memory of 48 columns: expected a power of two"),
+    ('"taddr": 0, "warp": 0, "tmem_cols": 32, "tmem": "' + "00" * (128 * 32 * 4 + 4) + '"',
+     "Tensor Memory image of 16388 bytes"),
+])
+def test_rtl_backend_names_bad_tcgen05_records(record, message):
+    """A tcgen05 record the unit cannot run is refused before simulation, saying why (the
+    model's words where the model refuses it too)."""
+    from tensorlsu.hdl.cosim import RtlBackend
+    (rec,) = trace.read(['{"instr": "tcgen05.ld.sync.aligned.32x32b.x1.b32", ' + record + '}'])
+    with pytest.raises(ValueError) as e:
+        RtlBackend().job(rec)
+    assert message in str(e.value)
 
 
 def test_every_pair_of_overlapping_stmatrix_rows_is_refused():
