@@ -126,7 +126,7 @@ class TmemGatherSpec(Elaboratable):
 
 
 class TmemScatterSpec(Elaboratable):
-    """The words a store step writes hold the register's pieces in the lanes its row names,
+    """The words a store step writes hold the beat's register pieces in the lanes its row names,
     and only those lanes are written (the upper half zero with .unpack::16b), for every store
     row, lane offset and all data (combinational)."""
 
@@ -137,10 +137,10 @@ class TmemScatterSpec(Elaboratable):
         m = Module()
         d = m.submodules.dut = TmemScatter()
         sch = schedule()
-        for sig in (d.reg, d.var, d.lane_off):
+        for sig in (d.beat, d.var, d.lane_off):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
         m.d.comb += Assume(d.lane_off <= (HALF if self.all_offsets else 0))
-        reg = Value.cast(d.reg)
+        beat = Value.cast(d.beat)
         for vi, v in enumerate(sch.variants):
             if not v.store or (self.rows is not None and vi not in self.rows):
                 continue
@@ -149,8 +149,8 @@ class TmemScatterSpec(Elaboratable):
                 with m.If((d.var == vi) & (d.lane_off == off)):
                     m.d.comb += Assume(d.wide == wide)
                     written = {}
-                    for (port, lane), (t, piece) in v.moves:
-                        written[(port, _phys(lane, off))] = (t, piece)
+                    for (port, lane), (slot, t, piece) in v.moves:
+                        written[(port, _phys(lane, off))] = (slot, t, piece)
                     for port in range(PORTS):
                         word = Value.cast(d.words[port])
                         for lane in range(LANES):
@@ -158,11 +158,12 @@ class TmemScatterSpec(Elaboratable):
                             if (port, lane) not in written:
                                 m.d.comb += Assert(~en, "lanes the row does not name are not written")
                                 continue
-                            t, piece = written[(port, lane)]
+                            slot, t, piece = written[(port, lane)]
                             got = word[32 * lane:32 * lane + 32]
-                            want = Cat(reg[32 * t + 16 * piece:32 * t + 16 * piece + 16], Const(0, 16)) \
-                                if v.packed else reg[32 * t:32 * t + 32]
-                            m.d.comb += Assert(en & (got == want), "each written lane holds the register's piece")
+                            at = 1024 * slot + 32 * t
+                            want = Cat(beat[at + 16 * piece:at + 16 * piece + 16], Const(0, 16)) \
+                                if v.packed else beat[at:at + 32]
+                            m.d.comb += Assert(en & (got == want), "each written lane holds its register piece")
         return m
 
 

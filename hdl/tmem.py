@@ -3,35 +3,38 @@
 Tensor Memory is 128 lanes × ``columns`` 32-bit columns; warp ``w`` of a warpgroup reaches only
 lanes ``32 (w mod 4)`` … ``+31``, so each quadrant is its own memory with its own ports, and
 four warps run at once. A quadrant's memory holds one *column* of its 32 lanes per word (1024
-bits), with two ports: every register of every form touches the same columns in all its lanes,
-so one step reads or writes two whole columns (:mod:`tensorlsu.hdl.tmem_plan`).
+bits), in two banks by column parity, each with two ports: every register of every form
+touches the same columns in all its lanes, so one step reads or writes up to four whole
+columns, two groups of one or two adjacent columns (:mod:`tensorlsu.hdl.tmem_plan`).
 
 ======  ============  ===========================================================
 stage   component     what it does
 ======  ============  ===========================================================
 —       TmemCheck     checks the instruction, decodes its class (latency 0)
 S       TmemSteps     walks the instruction's steps, gives the column addresses
-M       Memory        two read / write ports, one column of 32 lanes each
+M       Memory        two banks by column parity, two read-or-write ports each
 G       TmemGather    load: places a step's columns into the beat's registers
-—       TmemScatter   store: places the held register into a step's columns
+—       TmemScatter   store: places the held beat's registers into a step's columns
 R       TmemReduce    .red: folds the register beats as they leave
 ======  ============  ===========================================================
 
 Latency and rate (loads): the first step is issued the cycle after the instruction is taken;
 the memory answers one cycle later; a beat leaves the cycle after its last step's data arrive.
 A beat of one or two registers every one or two steps (:func:`~tensorlsu.hdl.tmem_plan.plan`);
-a ``.red`` load adds one ``redval`` beat. Stores: each register beat taken is written over its
-steps; one completion beat follows the last write. One instruction at a time per quadrant; a
-refused one gives one beat (its error) after its store beats, and touches nothing.
+a ``.red`` load adds one ``redval`` beat. Stores: the store port's registers are collected into
+beats of two (a pending beat fills while the held one is written over its steps); one
+completion beat follows the last write. One instruction at a time per quadrant; a refused one
+gives one beat (its error) after its store beats, and touches nothing.
 
 Assumptions: ``columns`` is a power of two from 32 to 512. Fill and dump are taken only while
-no instruction is in flight (they use port 1) and go before an instruction offered in the same
-cycle; an instruction is taken only once a dumped column has left.
+no instruction is in flight (they use port 1 of the column's bank) and go before an
+instruction offered in the same cycle; an instruction is taken only once a dumped column has
+left.
 """
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -39,9 +42,9 @@ from amaranth.lib.wiring import In, Out
 from .records import Error
 from .tmem_check import TmemCheck
 from .tmem_gather import TmemGather
-from .tmem_plan import MAX_REGS, PORTS, SHAPES
-from .tmem_records import (LANES, Kind, RedType, TmemParams, tmem_fill_layout, tmem_instr_layout,
-                           tmem_result_layout)
+from .tmem_plan import BANKS, GROUPS, MAX_REGS, SHAPES
+from .tmem_records import (LANES, Kind, RedType, TmemParams, beat_layout, tmem_fill_layout,
+                           tmem_instr_layout, tmem_result_layout)
 from .tmem_reduce import TmemReduce
 from .tmem_scatter import TmemScatter
 from .tmem_steps import TmemSteps
@@ -92,18 +95,24 @@ class TmemQuadrant(wiring.Component):
         m.submodules.gather = gather = TmemGather()
         m.submodules.scatter = scatter = TmemScatter()
         m.submodules.reduce = reduce = TmemReduce()
-        m.submodules.mem = mem = Memory(shape=unsigned(32 * LANES), depth=p.columns, init=[])
-        rd = [mem.read_port(domain="sync") for _ in range(PORTS)]
-        wr = [mem.write_port(granularity=32) for _ in range(PORTS)]
-        # One address per port, read or write: an instruction only reads (a load) or only
-        # writes (a store), and fill and dump run while idle, so each port is a true
-        # read-or-write port (two per block RAM).
-        port_addr = [Signal(range(p.columns), name=f"port{k}_addr") for k in range(PORTS)]
-        read = [Signal(name=f"port{k}_read") for k in range(PORTS)]
-        for k in range(PORTS):
-            # (never both in one cycle; said outright so that synthesis sees a read-or-write port)
-            m.d.comb += [rd[k].addr.eq(port_addr[k]), wr[k].addr.eq(port_addr[k]),
-                         rd[k].en.eq(read[k] & ~wr[k].en.any())]
+        # Bank b holds the columns of parity b; its port g serves group g of a step (the
+        # group's column in that bank), and fill and dump use port 1.
+        depth = p.columns // BANKS
+        rd = [[None] * GROUPS for _ in range(BANKS)]
+        wr = [[None] * GROUPS for _ in range(BANKS)]
+        bank_addr = [[Signal(range(depth), name=f"bank{b}_port{g}_addr") for g in range(GROUPS)]
+                     for b in range(BANKS)]
+        read = [[Signal(name=f"bank{b}_port{g}_read") for g in range(GROUPS)] for b in range(BANKS)]
+        for b in range(BANKS):
+            m.submodules[f"bank{b}"] = mem = Memory(shape=unsigned(32 * LANES), depth=depth, init=[])
+            for g in range(GROUPS):
+                rd[b][g], wr[b][g] = mem.read_port(domain="sync"), mem.write_port(granularity=32)
+                # One address per port, read or write: an instruction only reads (a load) or
+                # only writes (a store), and fill and dump run while idle, so each port is a
+                # true read-or-write port (two per block RAM); never both in one cycle, said
+                # outright so that synthesis sees it.
+                m.d.comb += [rd[b][g].addr.eq(bank_addr[b][g]), wr[b][g].addr.eq(bank_addr[b][g]),
+                             rd[b][g].en.eq(read[b][g] & ~wr[b][g].en.any())]
 
         ins = self.instr.payload
         m.d.comb += check.instr.eq(ins)
@@ -139,22 +148,30 @@ class TmemQuadrant(wiring.Component):
         s1_valid, s1_last_step, s1_final = Signal(), Signal(), Signal()
         s1_var = Signal.like(steps.var)
         s1_reg, s1_reg2, s1_two = Signal.like(steps.reg), Signal.like(steps.reg2), Signal()
+        s1_parity = Signal(GROUPS)
         s1_take = Signal()       # the words of the step issued last cycle go into the beat
         m.d.comb += s1_take.eq(s1_valid & (~res_valid | self.result.ready))
         can_issue = ~s1_valid | s1_take
         issuing = Signal()
         m.d.comb += issuing.eq(busy & ~store & ~refusing & ~issued_all & can_issue)
-        for k in range(PORTS):
-            m.d.comb += [port_addr[k].eq(steps.addr[k]), read[k].eq(issuing)]
+        # element e of group g is in bank (its first column's parity) ^ e
+        parity = [Signal(name=f"group{g}_parity") for g in range(GROUPS)]
+        for g in range(GROUPS):
+            m.d.comb += parity[g].eq(steps.addr[2 * g][0])
+            for b in range(BANKS):
+                e = parity[g] != b
+                m.d.comb += [bank_addr[b][g].eq(Mux(e, steps.addr[2 * g + 1], steps.addr[2 * g])[1:]),
+                             read[b][g].eq(issuing)]
         with m.If(issuing & steps.final):
             m.d.sync += issued_all.eq(1)
         with m.If(can_issue):
             m.d.sync += [s1_valid.eq(issuing), s1_var.eq(steps.var), s1_last_step.eq(steps.last_step),
                          s1_final.eq(steps.final), s1_reg.eq(steps.reg), s1_reg2.eq(steps.reg2),
-                         s1_two.eq(steps.two)]
+                         s1_two.eq(steps.two), s1_parity.eq(Cat(*parity))]
         m.d.comb += [gather.var.eq(s1_var), gather.lane_off.eq(lane_off), gather.take.eq(s1_take)]
-        for k in range(PORTS):
-            m.d.comb += gather.words[k].eq(rd[k].data)
+        for g in range(GROUPS):
+            for e in range(2):
+                m.d.comb += gather.words[2 * g + e].eq(Mux(s1_parity[g] ^ e, rd[1][g].data, rd[0][g].data))
 
         # the beat: whole the cycle after its last step's words were placed
         beat_reg, beat_reg2, beat_two, beat_final = Signal(7), Signal(7), Signal(), Signal()
@@ -164,30 +181,48 @@ class TmemQuadrant(wiring.Component):
             m.d.sync += [beat_reg.eq(s1_reg), beat_reg2.eq(s1_reg2), beat_two.eq(s1_two),
                          beat_final.eq(s1_final)]
 
-        # -- store: one register held while its steps write ----------------------------------
-        held = Signal(data.ArrayLayout(unsigned(32), LANES))
+        # -- store: a beat filling (pending) while the held one is written over its steps -----
+        pending = Signal(beat_layout())
+        pending_slot, pending_full, pair = Signal(), Signal(), Signal()
+        held = Signal(beat_layout())
         held_valid = Signal()
         writing = Signal()
         m.d.comb += writing.eq(busy & store & ~refusing & held_valid)
         written_all = Signal()
-        m.d.comb += [scatter.reg.eq(held), scatter.var.eq(steps.var), scatter.wide.eq(wide),
+        m.d.comb += [scatter.beat.eq(held), scatter.var.eq(steps.var), scatter.wide.eq(wide),
                      scatter.lane_off.eq(lane_off)]
-        for k in range(PORTS):
-            m.d.comb += [wr[k].data.eq(scatter.words[k]),
-                         wr[k].en.eq(scatter.lanes[k] & (writing & steps.on[k]).replicate(LANES))]
+        for g in range(GROUPS):
+            for b in range(BANKS):
+                e = parity[g] != b
+                k0, k1 = 2 * g, 2 * g + 1
+                m.d.comb += [wr[b][g].data.eq(Mux(e, scatter.words[k1], scatter.words[k0])),
+                             wr[b][g].en.eq(Mux(e, scatter.lanes[k1] & steps.on[k1].replicate(LANES),
+                                                scatter.lanes[k0] & steps.on[k0].replicate(LANES))
+                                            & writing.replicate(LANES))]
+        move = Signal()       # the pending beat becomes the held one at this edge
+        m.d.comb += move.eq(pending_full & (~held_valid | (writing & steps.last_step)))
+        with m.If(move):
+            m.d.sync += [held.eq(pending), held_valid.eq(1), pending_full.eq(0)]
+        with m.Elif(writing & steps.last_step):
+            m.d.sync += held_valid.eq(0)
         with m.If(refusing):
             m.d.comb += self.store.ready.eq(busy & store & (drain != 0))
         with m.Else():
-            m.d.comb += self.store.ready.eq(busy & store & (drain != 0) & (~held_valid | steps.last_step))
+            m.d.comb += self.store.ready.eq(busy & store & (drain != 0) & (~pending_full | move))
         with m.If(self.store.valid & self.store.ready):
-            m.d.sync += [held.eq(self.store.payload), held_valid.eq(~refusing), drain.eq(drain - 1)]
-        with m.Elif(writing & steps.last_step):
-            m.d.sync += held_valid.eq(0)
+            m.d.sync += [pending[pending_slot].eq(self.store.payload), drain.eq(drain - 1)]
+            with m.If(~refusing):
+                m.d.sync += [pending_full.eq(pending_slot | ~pair), pending_slot.eq(pair & ~pending_slot)]
+                # the register that completes a beat goes straight to the writes when they are free
+                with m.If((pending_slot | ~pair) & ~pending_full & (~held_valid | (writing & steps.last_step))):
+                    m.d.sync += [held.eq(pending), held[pending_slot].eq(self.store.payload),
+                                 held_valid.eq(1), pending_full.eq(0)]
         with m.If(writing & steps.final):
             m.d.sync += written_all.eq(1)
         m.d.comb += steps.advance.eq(issuing | writing)
         with m.If(accept):
-            m.d.sync += [written_all.eq(0), issued_all.eq(0), held_valid.eq(0)]
+            m.d.sync += [written_all.eq(0), issued_all.eq(0), held_valid.eq(0), pending_full.eq(0),
+                         pending_slot.eq(0), pair.eq(check.nregs > 1)]
 
         # -- reduction -----------------------------------------------------------------------
         m.d.comb += [reduce.beat.eq(gather.beat), reduce.two.eq(beat_two),
@@ -201,15 +236,19 @@ class TmemQuadrant(wiring.Component):
         # port 1 serves one of them a cycle, the fill first
         m.d.comb += [self.fill.ready.eq(~busy & ~dump_pending),
                      self.dump_req.ready.eq(~busy & ~self.fill.valid & (~dump_pending | self.dump.ready))]
-        with m.If(self.fill.valid & self.fill.ready):
-            m.d.comb += [port_addr[1].eq(fill.col), wr[1].data.eq(fill.data),
-                         wr[1].en.eq((1 << LANES) - 1)]
+        dump_bank = Signal()
+        for b in range(BANKS):
+            with m.If(self.fill.valid & self.fill.ready & (fill.col[0] == b)):
+                m.d.comb += [bank_addr[b][1].eq(fill.col[1:]), wr[b][1].data.eq(fill.data),
+                             wr[b][1].en.eq((1 << LANES) - 1)]
+            with m.If(self.dump_req.valid & self.dump_req.ready & (self.dump_req.payload[0] == b)):
+                m.d.comb += [bank_addr[b][1].eq(self.dump_req.payload[1:]), read[b][1].eq(1)]
         with m.If(self.dump_req.valid & self.dump_req.ready):
-            m.d.comb += [port_addr[1].eq(self.dump_req.payload), read[1].eq(1)]
-            m.d.sync += dump_pending.eq(1)
+            m.d.sync += [dump_pending.eq(1), dump_bank.eq(self.dump_req.payload[0])]
         with m.Elif(self.dump.ready):
             m.d.sync += dump_pending.eq(0)
-        m.d.comb += [self.dump.valid.eq(dump_pending), self.dump.payload.eq(rd[1].data)]
+        m.d.comb += [self.dump.valid.eq(dump_pending),
+                     self.dump.payload.eq(Mux(dump_bank, rd[1][1].data, rd[0][1].data))]
 
         # -- result beats --------------------------------------------------------------------
         with m.If(res_taken):

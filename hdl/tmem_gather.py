@@ -19,16 +19,11 @@ from amaranth.lib.wiring import In, Out
 from .rom import candidates, select, selects
 from .tmem_lanes import to_virtual
 from .tmem_plan import PORTS, schedule
-from .tmem_records import LANES
+from .tmem_records import LANES, beat_layout
 
-__all__ = ["TmemGather", "beat_layout", "sources"]
+__all__ = ["TmemGather", "sources"]
 
 HALF_BITS = 16
-
-
-def beat_layout() -> data.ArrayLayout:
-    """Two registers of every thread."""
-    return data.ArrayLayout(data.ArrayLayout(unsigned(32), LANES), 2)
 
 
 def sources():

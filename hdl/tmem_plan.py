@@ -1,10 +1,13 @@
 """How a Tensor Memory quadrant runs each tcgen05.ld / tcgen05.st form: its schedule of column
 reads or writes, generated from :func:`tensorlsu.sim.layouts.tmem_table` (never by hand).
 
-The quadrant's memory has two column ports: in one step each reads (or writes) one column of
-all 32 lanes. Every register of every form touches the *same* columns in all the lanes it uses
-(the table's column never depends on the lane), so a step is two (column offset, half) pairs,
-one per port. A result *beat* carries one or two whole registers; it is assembled over the
+The quadrant's memory is two banks by column parity, each with two ports that read (or write)
+one column of all 32 lanes. Every register of every form touches the *same* columns in all
+the lanes it uses (the table's column never depends on the lane), so a step is at most two
+*groups* of columns, each two adjacent columns of one half (one of them lands in each bank,
+whatever the parity of taddr's column and of the split) or a single column: four column
+accesses, two per bank. Access ``2g + e`` of a step is element ``e`` of group ``g`` (column
+``off + e``). A result *beat* carries one or two whole registers; it is assembled over the
 steps that read its columns.
 
 A form repeats with a *period* of registers: register ``p·R + i`` touches the cells of register
@@ -12,9 +15,9 @@ A form repeats with a *period* of registers: register ``p·R + i`` touches the c
 The plan lists the beats of one period; :func:`plan` checks that the whole form is that period
 repeated.
 
-Loads pair registers into beats where two registers need at most two steps per register
-together (32x32b: two columns; 16x128b / 16x256b: registers that share their columns, in
-different lanes). Stores take one register per beat (the store port's beat).
+A beat is two registers (one in a .x1 of one register). Loads pair a period's registers so
+that the beats need the fewest steps (16x256b .pack pairs registers that share their columns,
+in different lanes); stores pair consecutive registers, the order the store port brings them.
 """
 
 from __future__ import annotations
@@ -26,11 +29,15 @@ from functools import lru_cache
 from tensorlsu.sim import layouts, ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1, Instr
 
-__all__ = ["PORTS", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "MAX_REGS", "lanes_of",
+__all__ = ["PORTS", "GROUPS", "BANKS", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "MAX_REGS", "lanes_of",
            "cols_of", "Variant", "Schedule", "schedule", "forms"]
 
-#: Column ports of a quadrant's memory (columns read or written per step).
-PORTS = 2
+#: Groups of columns a step serves; each is one column or two adjacent ones.
+GROUPS = 2
+#: Column accesses a step: element ``e`` of group ``g`` is access ``2g + e``.
+PORTS = 2 * GROUPS
+#: Banks of a quadrant's memory (by column parity), each with one port per group.
+BANKS = 2
 #: The shapes in the order of their code in the instruction port.
 SHAPES = ("32x32b", "16x32bx2", "16x64b", "16x128b", "16x256b")
 #: .num values, in the order of their code (log2).
@@ -51,7 +58,9 @@ class Cell:
 
 @dataclass(frozen=True)
 class Step:
-    """The (column offset, half) each port serves in one step; None: the port is idle."""
+    """The (column offset, half) each access of a step serves; None: the access is idle.
+    Accesses ``2g`` and ``2g + 1`` are a group: column ``(off, half)`` and ``(off + 1, half)``,
+    or the first alone."""
 
     ports: tuple[tuple[int, int] | None, ...]
 
@@ -114,10 +123,23 @@ def _columns(cells_of_regs) -> list[tuple[int, int]]:
 
 
 def _steps(cols: list[tuple[int, int]]) -> tuple[Step, ...]:
+    """The fewest steps that serve ``cols``: runs of adjacent columns of one half cut into
+    pairs (a group each), two groups a step."""
+    groups = []
+    todo = sorted(cols, key=lambda c: (c[1], c[0]))
+    k = 0
+    while k < len(todo):
+        off, half = todo[k]
+        if k + 1 < len(todo) and todo[k + 1] == (off + 1, half):
+            groups.append(((off, half), (off + 1, half)))
+            k += 2
+        else:
+            groups.append(((off, half), None))
+            k += 1
     out = []
-    for k in range(0, len(cols), PORTS):
-        ports = tuple(cols[k:k + PORTS])
-        out.append(Step(ports + (None,) * (PORTS - len(ports))))
+    for k in range(0, len(groups), GROUPS):
+        chunk = groups[k:k + GROUPS] + [(None, None)] * (GROUPS - len(groups[k:k + GROUPS]))
+        out.append(Step(tuple(c for group in chunk for c in group)))
     return tuple(out)
 
 
@@ -130,7 +152,7 @@ def plan(op: str, shape: str, num: int, pack: bool) -> Plan:
     per = TCGEN05_REGS_PER_X1[shape]
     cells = tuple(_reg_cells(T, r, pack) for r in range(ins.nregs))
     # one period: two registers, or the registers of one .x1 when that is more
-    pr = min(ins.nregs, max(per, 2) if op == "tcgen05.ld" else per)
+    pr = min(ins.nregs, max(per, 2))
     pc = cols_of(shape, pr // per, pack) if pr >= per else cols_of(shape, 1, pack)
     periods = ins.nregs // pr
     for r in range(ins.nregs):
@@ -138,8 +160,11 @@ def plan(op: str, shape: str, num: int, pack: bool) -> Plan:
         moved = tuple(tuple(Cell(c.off + p * pc, c.half, c.lane) for c in th) for th in cells[i])
         assert cells[r] == moved, (op, shape, num, pack, r)
     regs = list(range(pr))
-    if op == "tcgen05.st" or pr == 1:
-        groups = [(r,) for r in regs]
+    if pr == 1:
+        groups = [(0,)]
+    elif op == "tcgen05.st":
+        # registers arrive one a beat, in order: a store beat is two consecutive ones
+        groups = [(r, r + 1) for r in range(0, pr, 2)]
     else:
         # pair the period's registers so that the beats need the fewest steps
         best = None
@@ -169,8 +194,8 @@ class Variant:
     last_step: bool         # the beat's last step
     last_beat: bool         # the period's last beat
     regs: tuple             # the beat's registers in the period
-    #: load: ((slot, thread, piece), (port, lane)) pieces this step delivers;
-    #: store: ((port, lane), (thread, piece)) cells this step writes.
+    #: load: ((slot, thread, piece), (access, lane)) pieces this step delivers;
+    #: store: ((access, lane), (slot, thread, piece)) cells this step writes.
     moves: tuple
     store: bool
     packed: bool
@@ -231,7 +256,7 @@ def schedule() -> Schedule:
                             if op == "tcgen05.ld":
                                 moves.append(((slot, t, piece), (p, c.lane)))
                             else:
-                                moves.append(((p, c.lane), (t, piece)))
+                                moves.append(((p, c.lane), (slot, t, piece)))
                 variants.append(Variant(ci, bi, si, step.ports, si == len(beat.steps) - 1,
                                         bi == len(pl.beats) - 1, beat.regs, tuple(moves),
                                         op == "tcgen05.st", pack))

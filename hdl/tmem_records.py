@@ -16,7 +16,7 @@ from .records import Error
 from .tmem_plan import MAX_REGS, NUMS, SHAPES
 
 __all__ = ["LANES", "QUADRANTS", "CANONICAL_NAN", "MAX_REGS", "TmemParams", "RedType", "Kind",
-           "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields"]
+           "beat_layout", "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields"]
 
 #: Lanes of one quadrant (and threads of a warp).
 LANES = 32
@@ -72,12 +72,18 @@ def tmem_instr_layout() -> data.StructLayout:
         "taddr": unsigned(32), "warp": unsigned(2), "split": signed(17), "has_split": 1})
 
 
+def beat_layout() -> data.ArrayLayout:
+    """Two registers of every thread: what a result beat carries, and a store beat held for
+    its writes (slot 1 unused when the beat has one register)."""
+    return data.ArrayLayout(data.ArrayLayout(unsigned(32), LANES), 2)
+
+
 def tmem_result_layout() -> data.StructLayout:
     """A quadrant's result beat: up to two registers of every thread (``reg``, ``reg2``: their
     indices; ``two``: the second is present), what the beat is, whether it is the last of
     its instruction, and the error code (on a refusal, its only beat)."""
     return data.StructLayout({
-        "data": data.ArrayLayout(data.ArrayLayout(unsigned(32), LANES), 2),
+        "data": beat_layout(),
         "reg": unsigned(7), "reg2": unsigned(7), "two": 1, "kind": Kind, "last": 1, "error": Error})
 
 

@@ -17,8 +17,7 @@ from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .tmem_gather import beat_layout
-from .tmem_records import CANONICAL_NAN, LANES, RedType
+from .tmem_records import CANONICAL_NAN, LANES, RedType, beat_layout
 
 __all__ = ["TmemReduce", "order_key"]
 

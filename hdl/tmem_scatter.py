@@ -1,13 +1,14 @@
-"""The store side of a quadrant: places one source register into the columns a step writes.
+"""The store side of a quadrant: places a beat's source registers into the columns a step
+writes.
 
-Combinational (latency 0): from the register held for the step and the step's row of the
-step table (``var``), the two words to write (one column of all 32 lanes per port) and, per
-port, which lanes to write. With .unpack::16b a register's halves go to the low 16 bits of
+Combinational (latency 0): from the beat held for the step (two registers, or one) and the
+step's row of the step table (``var``), the words to write (one column of all 32 lanes per
+access of the step) and, per access, which lanes to write. With .unpack::16b a register's halves go to the low 16 bits of
 two columns, whose upper 16 bits are written zero (docs/ARCHITECTURE.md).
 
 The placement is the schedule's (generated from ``layouts.tmem_table``): per 16-bit piece
-of a word, a table indexed by the step row picks one of the few (thread, half) sources it
-ever takes.
+of a word, a table indexed by the step row picks one of the few (slot, thread, half) sources
+it ever takes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 from .rom import candidates, select, selects
 from .tmem_lanes import to_physical
 from .tmem_plan import PORTS, schedule
-from .tmem_records import LANES
+from .tmem_records import LANES, beat_layout
 
 __all__ = ["TmemScatter", "sources"]
 
@@ -28,28 +29,28 @@ ZERO = "zero"
 
 
 def sources():
-    """Per 16-bit piece ``(port, virtual lane, half)`` of the words: its candidate sources
-    (``(thread, half)`` of the register, or :data:`ZERO`) and, per step row, the index of the
+    """Per 16-bit piece ``(access, virtual lane, half)`` of the words: its candidate sources
+    (``(slot, thread, half)`` of the beat, or :data:`ZERO`) and, per step row, the index of the
     one it takes (absent: the lane is not written)."""
     def moves():
         for vi, v in enumerate(schedule().variants):
             if not v.store:
                 continue
-            for (port, lane), (t, piece) in v.moves:
+            for (port, lane), (slot, t, piece) in v.moves:
                 if v.packed:
-                    yield vi, (port, lane, 0), (t, piece)
+                    yield vi, (port, lane, 0), (slot, t, piece)
                     yield vi, (port, lane, 1), ZERO
                 else:
                     for h in (0, 1):
-                        yield vi, (port, lane, h), (t, h)
+                        yield vi, (port, lane, h), (slot, t, h)
     return candidates(moves())
 
 
 class TmemScatter(wiring.Component):
     """Members
     -------
-    reg : In(ArrayLayout(unsigned(32), LANES))
-        The source register of every thread.
+    beat : In(beat_layout())
+        The beat's source registers of every thread (slot 1 unused in a one-register beat).
     var : In
         The step row (:func:`~tensorlsu.hdl.tmem_plan.schedule`).
     wide : In(1)
@@ -64,7 +65,7 @@ class TmemScatter(wiring.Component):
     def __init__(self):
         nvar = len(schedule().variants)
         super().__init__({
-            "reg": In(data.ArrayLayout(unsigned(32), LANES)),
+            "beat": In(beat_layout()),
             "var": In(range(max(nvar, 2))),
             "wide": In(1),
             "lane_off": In(range(LANES + 1)),
@@ -90,7 +91,7 @@ class TmemScatter(wiring.Component):
                     n = len(cands[target])
                     sel = sel_of[target]
                     srcs = [Const(0, HALF_BITS) if s == ZERO else
-                            self.reg[s[0]][HALF_BITS * s[1]:HALF_BITS * s[1] + HALF_BITS]
+                            self.beat[s[0]][s[1]][HALF_BITS * s[2]:HALF_BITS * s[2] + HALF_BITS]
                             for s in cands[target]]
                     m.d.comb += word[HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(select(srcs, sel))
                     if h == 0:

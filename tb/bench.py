@@ -103,8 +103,9 @@ def bench_patterns(sim: str, policy: str, rng: random.Random):
 #: Public B200 (sm_100a) clocks of tcgen05.ld.32x32b by .num: four warps, idle Tensor Memory,
 #: including tcgen05.wait::ld and one dependent use (docs/facts.md)
 B200_32X32B = {1: 13, 2: 13, 4: 14, 8: 16, 16: 20, 32: 28, 64: 44}
-#: The quadrant's byte limit per clock: two columns of 32 lanes × 4 bytes
-TMEM_LIMIT = 256
+#: A quadrant's byte limit per clock: loads, the result port's two registers a beat (the
+#: memory's four column accesses a step could give 512); stores, the store port's one register
+TMEM_LIMIT = {"tcgen05.ld": 256, "tcgen05.st": 128}
 
 
 def bench_tmem(sim: str):
@@ -138,7 +139,8 @@ def bench_tmem(sim: str):
         lat = one["done"] - one["accepted"]
         nbytes = 128 * ins.nregs
         row = {"instr": f"{ins.op} {ins.shape}{' pack' if ins.pack else ''}", "num": ins.num,
-               "bytes": nbytes, "latency": lat, "bytes_per_clk": round(nbytes / lat, 1), "limit": TMEM_LIMIT}
+               "bytes": nbytes, "latency": lat, "bytes_per_clk": round(nbytes / lat, 1),
+               "limit": TMEM_LIMIT[ins.op]}
         if ins.op == "tcgen05.ld" and ins.shape == "32x32b" and not ins.pack:
             row["goal_latency"] = ins.num // 2 + 4 if ins.num > 1 else 4
             row["b200_clk"] = B200_32X32B.get(ins.num)
@@ -155,7 +157,7 @@ def bench_tmem(sim: str):
     total = 4 * 8 * 128 * ins4.nregs
     return rows, {"instr": "tcgen05.ld 32x32b x32, 8 per quadrant, 4 quadrants", "bytes": total,
                   "cycles": last - first, "bytes_per_clk": round(total / (last - first), 1),
-                  "goal": 4 * TMEM_LIMIT}
+                  "goal": 4 * TMEM_LIMIT["tcgen05.ld"]}
 
 
 def tmem_table(rows, four) -> str:
@@ -183,7 +185,8 @@ def plot_tmem(rows, path: Path):
             b = sorted(B200_32X32B.items())
             ax.plot([n for n, _ in b], [128 * n / c for n, c in b], "k:", marker="x",
                     label="B200 32x32b (incl. wait + use)")
-        ax.axhline(TMEM_LIMIT, color="k", linestyle="--", linewidth=1, label="256 B/clk quadrant limit")
+        ax.axhline(TMEM_LIMIT[op], color="k", linestyle="--", linewidth=1,
+                   label=f"{TMEM_LIMIT[op]} B/clk port limit")
         ax.axhline(128, color="grey", linestyle="--", linewidth=1, label="128 B/clk goal")
         ax.set_xscale("log", base=2)
         ax.set_xlabel(".num")

@@ -219,8 +219,8 @@ def test_step_table_is_the_layout_table():
                         (slot, t, piece), (port, lane) = move
                         r = p * pl.period_regs + v.regs[slot]
                     else:
-                        (port, lane), (t, piece) = move
-                        r = p * pl.period_regs + v.regs[0]
+                        (port, lane), (slot, t, piece) = move
+                        r = p * pl.period_regs + v.regs[slot]
                     off, half = v.ports[port]
                     key = (r, t, piece)
                     assert key not in seen, f"{ins.form}: register {r} thread {t} piece {piece} twice"
