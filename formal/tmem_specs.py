@@ -77,8 +77,8 @@ def _phys(lane: int, off: int) -> int:
 
 class TmemGatherSpec(Elaboratable):
     """A step's words land in the beat's register pieces its row names, and every other piece
-    keeps its value, for every load row, lane offset and all data (two steps: the take, then
-    the beat)."""
+    keeps its value, for every load row, lane offset and all data (three steps: the words
+    loaded, taken, then the beat)."""
 
     def __init__(self, rows=None, gather_cls=TmemGather, all_offsets=False):
         self.rows, self.gather_cls, self.all_offsets = rows, gather_cls, all_offsets
@@ -87,19 +87,25 @@ class TmemGatherSpec(Elaboratable):
         m = Module()
         d = m.submodules.dut = self.gather_cls()
         sch = schedule()
-        for sig in (d.words, d.var, d.lane_off, d.take):
+        for sig in (d.words, d.var, d.lane_off, d.load, d.take):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
+        # what was offered two cycles ago (loaded), and whether it was taken a cycle ago
         words = [Value.cast(d.words[k]) for k in range(PORTS)]
-        pw = [Signal(len(w), name=f"prev_words{k}") for k, w in enumerate(words)]
-        pvar, poff, ptake = Signal.like(d.var), Signal.like(d.lane_off), Signal()
+        w1 = [Signal(len(w), name=f"words{k}_1") for k, w in enumerate(words)]
+        pw = [Signal(len(w), name=f"words{k}_2") for k, w in enumerate(words)]
+        var1, off1, load1 = Signal.like(d.var), Signal.like(d.lane_off), Signal()
+        pvar, poff, pload, ptake = Signal.like(d.var), Signal.like(d.lane_off), Signal(), Signal()
         pbeat = Signal(len(Value.cast(d.beat)))
-        init = Signal()
-        m.d.sync += [init.eq(1), pvar.eq(d.var), poff.eq(d.lane_off), ptake.eq(d.take),
-                     pbeat.eq(Value.cast(d.beat))] + [pw[k].eq(words[k]) for k in range(PORTS)]
+        init = Signal(2)
+        m.d.sync += [init.eq(Cat(1, init[0])), var1.eq(d.var), off1.eq(d.lane_off), load1.eq(d.load),
+                     pvar.eq(var1), poff.eq(off1), pload.eq(load1), ptake.eq(d.take),
+                     pbeat.eq(Value.cast(d.beat))]
+        m.d.sync += [w1[k].eq(words[k]) for k in range(PORTS)] + [pw[k].eq(w1[k]) for k in range(PORTS)]
         beat = Value.cast(d.beat)
         m.d.comb += Assume(d.lane_off <= (HALF if self.all_offsets else 0))
-        with m.If(init & ~ptake):
+        with m.If(init[0] & ~ptake):
             m.d.comb += Assert(beat == pbeat, "no take: the beat keeps its value")
+        ptake = ptake & pload & init[1]
         for vi, v in enumerate(sch.variants):
             if v.store or (self.rows is not None and vi not in self.rows):
                 continue
@@ -109,7 +115,7 @@ class TmemGatherSpec(Elaboratable):
                 for dst, src in pieces:
                     moved[(slot, t, dst)] = (port, lane, src)
             for off in _offsets(v, self.all_offsets):
-                with m.If(init & ptake & (pvar == vi) & (poff == off)):
+                with m.If(ptake & (pvar == vi) & (poff == off)):
                     for slot in range(2):
                         for t in range(LANES):
                             for h in (0, 1):
@@ -292,16 +298,17 @@ class _BrokenGather(TmemGather):
         m.submodules.inner = inner = TmemGather()
         w = self.words[0]
         m.d.comb += [inner.words[0].eq(Cat(w[:96], w[128:160], w[96:128], w[160:])),
-                     inner.words[1].eq(self.words[1]), inner.var.eq(self.var),
-                     inner.lane_off.eq(self.lane_off), inner.take.eq(self.take), self.beat.eq(inner.beat)]
+                     inner.var.eq(self.var), inner.lane_off.eq(self.lane_off), inner.load.eq(self.load),
+                     inner.take.eq(self.take), self.beat.eq(inner.beat)]
+        m.d.comb += [inner.words[k].eq(self.words[k]) for k in range(1, PORTS)]
         return m
 
 
 TMEM_SPECS = {
     "tmem_lanes": (lambda: TmemLanesSpec(), "bmc", 1, "the lane helpers for every offset and all data"),
-    **{f"tmem_gather_{s}": (lambda s=s: TmemGatherSpec(_load_rows(s)), "bmc", 2,
+    **{f"tmem_gather_{s}": (lambda s=s: TmemGatherSpec(_load_rows(s)), "bmc", 3,
                             f"every {s} load row and all data (lane offset 0)") for s in SHAPES},
-    "broken_tmem_gather": (lambda: TmemGatherSpec(_load_rows("32x32b"), _BrokenGather), "bmc", 2, "must FAIL"),
+    "broken_tmem_gather": (lambda: TmemGatherSpec(_load_rows("32x32b"), _BrokenGather), "bmc", 3, "must FAIL"),
     "tmem_scatter": (lambda: TmemScatterSpec(), "bmc", 1, "every store row and all data (lane offset 0)"),
     "tmem_reduce": (lambda: TmemReduceSpec(), "bmc", 4, "the reduction for all values, types and flags"),
     "broken_tmem_reduce": (lambda: TmemReduceSpec(_BrokenReduce), "bmc", 4, "must FAIL"),

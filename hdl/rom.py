@@ -53,10 +53,11 @@ def candidates(moves):
     return cands, table
 
 
-def selects(m, index, cands, table, rows: int, name: str = "selects") -> dict:
+def selects(m, index, cands, table, rows: int, name: str = "selects", load=None) -> dict:
     """Per target of :func:`candidates`, a select signal: the index of its source in row
     ``index``, or the number of its sources where the row has none. Targets with the same
-    column of selects share one, and all are fields of one ROM."""
+    column of selects share one, and all are fields of one ROM. With ``load``, the selects are
+    registered: row ``index`` is read at the edges where ``load`` is high."""
     columns, column_of = {}, {}
     for target in sorted(cands):
         n = len(cands[target])
@@ -64,4 +65,9 @@ def selects(m, index, cands, table, rows: int, name: str = "selects") -> dict:
         columns.setdefault(col, (f"sel{len(columns)}", n))
         column_of[target] = col
     sels = rom(m, index, {field: (range(n + 1), list(col)) for col, (field, n) in columns.items()}, name)
+    if load is not None:
+        held = Signal.like(sels, name=f"{name}_held")
+        with m.If(load):
+            m.d.sync += held.eq(sels)
+        sels = held
     return {target: sels[columns[col][0]] for target, col in column_of.items()}

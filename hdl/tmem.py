@@ -13,13 +13,16 @@ stage   component     what it does
 —       TmemCheck     checks the instruction, decodes its class (latency 0)
 S       TmemSteps     walks the instruction's steps, gives the column addresses
 M       Memory        two banks by column parity, two read-or-write ports each
-G       TmemGather    load: places a step's columns into the beat's registers
-—       TmemScatter   store: places the held beat's registers into a step's columns
+A, P    TmemGather    load: aligns a step's columns to the form's lanes (A), places them
+                      into the beat's registers (P)
+—, W    TmemScatter   store: places the held beat's registers into a step's columns; the
+                      writes are registered (W) and reach the memory a cycle later
 R       TmemReduce    .red: folds the register beats as they leave
 ======  ============  ===========================================================
 
 Latency and rate (loads): the first step is issued the cycle after the instruction is taken;
-the memory answers one cycle later; a beat leaves the cycle after its last step's data arrive.
+the memory answers one cycle later; the words are aligned the next, and a beat leaves the
+cycle after its last step's words were placed (x1: four cycles from acceptance).
 A beat of one or two registers every one or two steps (:func:`~tensorlsu.hdl.tmem_plan.plan`);
 a ``.red`` load adds one ``redval`` beat. Stores: the store port's registers are collected into
 beats of two (a pending beat fills while the held one is written over its steps); one
@@ -145,30 +148,42 @@ class TmemQuadrant(wiring.Component):
 
         # -- load: issue a step, read, gather into the beat -----------------------------------
         issued_all = Signal()
+        # stage M: the step issued last cycle, its words at the memory's output; stage A:
+        # those words aligned in the gather; then placed into the beat
         s1_valid, s1_last_step, s1_final = Signal(), Signal(), Signal()
         s1_var = Signal.like(steps.var)
         s1_reg, s1_reg2, s1_two = Signal.like(steps.reg), Signal.like(steps.reg2), Signal()
         s1_parity = Signal(GROUPS)
-        s1_take = Signal()       # the words of the step issued last cycle go into the beat
-        m.d.comb += s1_take.eq(s1_valid & (~res_valid | self.result.ready))
-        can_issue = ~s1_valid | s1_take
+        s2_valid, s2_last_step, s2_final = Signal(), Signal(), Signal()
+        s2_reg, s2_reg2, s2_two = Signal.like(steps.reg), Signal.like(steps.reg2), Signal()
+        s2_take, s2_free, s1_move = Signal(), Signal(), Signal()
+        m.d.comb += [s2_take.eq(s2_valid & (~res_valid | self.result.ready)),
+                     s2_free.eq(~s2_valid | s2_take),
+                     s1_move.eq(s1_valid & s2_free)]
+        can_issue = ~s1_valid | s1_move
         issuing = Signal()
         m.d.comb += issuing.eq(busy & ~store & ~refusing & ~issued_all & can_issue)
         # element e of group g is in bank (its first column's parity) ^ e
         parity = [Signal(name=f"group{g}_parity") for g in range(GROUPS)]
+        step_addr = [[Signal.like(bank_addr[b][g], name=f"step_bank{b}_port{g}_addr") for g in range(GROUPS)]
+                     for b in range(BANKS)]
         for g in range(GROUPS):
             m.d.comb += parity[g].eq(steps.addr[2 * g][0])
             for b in range(BANKS):
                 e = parity[g] != b
-                m.d.comb += [bank_addr[b][g].eq(Mux(e, steps.addr[2 * g + 1], steps.addr[2 * g])[1:]),
-                             read[b][g].eq(issuing)]
+                m.d.comb += [step_addr[b][g].eq(Mux(e, steps.addr[2 * g + 1], steps.addr[2 * g])[1:]),
+                             bank_addr[b][g].eq(step_addr[b][g]), read[b][g].eq(issuing)]
         with m.If(issuing & steps.final):
             m.d.sync += issued_all.eq(1)
         with m.If(can_issue):
             m.d.sync += [s1_valid.eq(issuing), s1_var.eq(steps.var), s1_last_step.eq(steps.last_step),
                          s1_final.eq(steps.final), s1_reg.eq(steps.reg), s1_reg2.eq(steps.reg2),
                          s1_two.eq(steps.two), s1_parity.eq(Cat(*parity))]
-        m.d.comb += [gather.var.eq(s1_var), gather.lane_off.eq(lane_off), gather.take.eq(s1_take)]
+        with m.If(s2_free):
+            m.d.sync += [s2_valid.eq(s1_valid), s2_last_step.eq(s1_last_step), s2_final.eq(s1_final),
+                         s2_reg.eq(s1_reg), s2_reg2.eq(s1_reg2), s2_two.eq(s1_two)]
+        m.d.comb += [gather.var.eq(s1_var), gather.lane_off.eq(lane_off), gather.load.eq(s1_move),
+                     gather.take.eq(s2_take)]
         for g in range(GROUPS):
             for e in range(2):
                 m.d.comb += gather.words[2 * g + e].eq(Mux(s1_parity[g] ^ e, rd[1][g].data, rd[0][g].data))
@@ -176,10 +191,10 @@ class TmemQuadrant(wiring.Component):
         # the beat: whole the cycle after its last step's words were placed
         beat_reg, beat_reg2, beat_two, beat_final = Signal(7), Signal(7), Signal(), Signal()
         beat_in = Signal()
-        m.d.comb += beat_in.eq(s1_take & s1_last_step)
+        m.d.comb += beat_in.eq(s2_take & s2_last_step)
         with m.If(beat_in):
-            m.d.sync += [beat_reg.eq(s1_reg), beat_reg2.eq(s1_reg2), beat_two.eq(s1_two),
-                         beat_final.eq(s1_final)]
+            m.d.sync += [beat_reg.eq(s2_reg), beat_reg2.eq(s2_reg2), beat_two.eq(s2_two),
+                         beat_final.eq(s2_final)]
 
         # -- store: a beat filling (pending) while the held one is written over its steps -----
         pending = Signal(beat_layout())
@@ -191,14 +206,23 @@ class TmemQuadrant(wiring.Component):
         written_all = Signal()
         m.d.comb += [scatter.beat.eq(held), scatter.var.eq(steps.var), scatter.wide.eq(wide),
                      scatter.lane_off.eq(lane_off)]
+        # stage W: a step's writes are registered per bank port, and reach the memory a cycle
+        # later (so that the step table and the placement are not on the memory's input path)
         for g in range(GROUPS):
             for b in range(BANKS):
                 e = parity[g] != b
                 k0, k1 = 2 * g, 2 * g + 1
-                m.d.comb += [wr[b][g].data.eq(Mux(e, scatter.words[k1], scatter.words[k0])),
-                             wr[b][g].en.eq(Mux(e, scatter.lanes[k1] & steps.on[k1].replicate(LANES),
-                                                scatter.lanes[k0] & steps.on[k0].replicate(LANES))
-                                            & writing.replicate(LANES))]
+                w_addr = Signal.like(bank_addr[b][g], name=f"w_bank{b}_port{g}_addr")
+                w_data = Signal.like(wr[b][g].data, name=f"w_bank{b}_port{g}_data")
+                w_en = Signal.like(wr[b][g].en, name=f"w_bank{b}_port{g}_en")
+                m.d.sync += [w_addr.eq(step_addr[b][g]),
+                             w_data.eq(Mux(e, scatter.words[k1], scatter.words[k0])),
+                             w_en.eq(Mux(e, scatter.lanes[k1] & steps.on[k1].replicate(LANES),
+                                         scatter.lanes[k0] & steps.on[k0].replicate(LANES))
+                                     & writing.replicate(LANES))]
+                m.d.comb += [wr[b][g].data.eq(w_data), wr[b][g].en.eq(w_en)]
+                with m.If(store):
+                    m.d.comb += bank_addr[b][g].eq(w_addr)
         move = Signal()       # the pending beat becomes the held one at this edge
         m.d.comb += move.eq(pending_full & (~held_valid | (writing & steps.last_step)))
         with m.If(move):

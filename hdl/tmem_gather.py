@@ -1,13 +1,16 @@
 """The load side of a quadrant: assembles a result beat from the columns its steps read.
 
-Latency 1: the two words a step read (one column of all 32 lanes per port) arrive with the
-step's row of the step table (``var``); with ``take`` they are placed into the beat's
-registers at the clock edge, so the beat is whole the cycle after its last step's data.
-Pieces a step does not deliver keep what earlier steps of the beat placed.
+Latency 2, in two registered stages. *Align*: the words a step read (one column of all 32
+lanes per access) arrive with the step's row of the step table (``var``); with ``load`` their
+lanes are moved to the form's virtual lanes and registered, with the row's selections (read
+from the row's ROM a cycle early, so that neither the memory's output nor the ROM lies on the
+placement's path). *Place*: with ``take`` the registered words are placed into the beat's
+registers, so the beat is whole the cycle after its last step's words were taken. Pieces a step
+does not deliver keep what earlier steps of the beat placed.
 
 Which piece of which register a word's lane feeds is the schedule's (generated from
 ``layouts.tmem_table``): per 16-bit piece of the beat, a table indexed by the step row picks
-one of the few (port, lane, half) sources it ever takes.
+one of the few (access, lane, half) sources it ever takes.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ HALF_BITS = 16
 
 def sources():
     """Per 16-bit piece ``(slot, thread, half)`` of a beat: its candidate sources
-    ``(port, virtual lane, half)`` and, per step row, the index of the one it takes (absent: it
-    keeps its value)."""
+    ``(access, virtual lane, half)`` and, per step row, the index of the one it takes (absent:
+    it keeps its value)."""
     def moves():
         for vi, v in enumerate(schedule().variants):
             if v.store:
@@ -47,13 +50,15 @@ class TmemGather(wiring.Component):
     """Members
     -------
     words : In(ArrayLayout(unsigned(32 · LANES), PORTS))
-        What the ports read, the cycle after the step was issued.
+        What the step's accesses read (the memory's output, the cycle after the step).
     var : In
         The step row of the words (:func:`~tensorlsu.hdl.tmem_plan.schedule`).
     lane_off : In
         taddr's lane from the quadrant's first.
+    load : In(1)
+        Align: register the words (in virtual lanes) and the row's selections at this edge.
     take : In(1)
-        Place the words into the beat at this edge.
+        Place: put the registered words into the beat at this edge.
     beat : Out(beat_layout())
     """
 
@@ -63,6 +68,7 @@ class TmemGather(wiring.Component):
             "words": In(data.ArrayLayout(unsigned(32 * LANES), PORTS)),
             "var": In(range(max(nvar, 2))),
             "lane_off": In(range(LANES + 1)),
+            "load": In(1),
             "take": In(1),
             "beat": Out(beat_layout()),
         })
@@ -70,13 +76,16 @@ class TmemGather(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         nvar = len(schedule().variants)
+        # align: virtual lanes, registered
         virt = [[Signal(32, name=f"virt{k}_{lane}") for lane in range(LANES)] for k in range(PORTS)]
         for k in range(PORTS):
             rotated = to_virtual([self.words[k][32 * lane:32 * lane + 32] for lane in range(LANES)],
                                  self.lane_off)
-            m.d.comb += [virt[k][lane].eq(rotated[lane]) for lane in range(LANES)]
+            with m.If(self.load):
+                m.d.sync += [virt[k][lane].eq(rotated[lane]) for lane in range(LANES)]
         cands, table = sources()
-        sel_of = selects(m, self.var, cands, table, nvar)
+        sel_of = selects(m, self.var, cands, table, nvar, load=self.load)
+        # place
         for target in sorted(cands):
             n = len(cands[target])
             sel = sel_of[target]
