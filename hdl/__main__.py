@@ -24,10 +24,13 @@ def main(argv=None) -> int:
     ap.add_argument("--bank-bytes", type=int, default=defaults.bank_bytes)
     ap.add_argument("--tmem-columns", type=int, default=defaults.tmem_columns,
                     help="Tensor Memory columns per lane (32 ... 512; 0: no Tensor Memory)")
+    ap.add_argument("--tmem-banks", type=int, default=defaults.tmem_banks,
+                    help="banks of each Tensor Memory quadrant: 2 (four column accesses a step) or 1")
     args = ap.parse_args(argv)
     try:
         p = Params(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
-                   schedule=args.policy, tmem_columns=args.tmem_columns)
+                   schedule=args.policy, tmem_columns=args.tmem_columns,
+                   tmem_banks=args.tmem_banks)
     except ValueError as e:
         print(f"python -m tensorlsu.hdl: {e}", file=sys.stderr)
         return 2

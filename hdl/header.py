@@ -63,6 +63,7 @@ def header_text(dut, top: str) -> str:
            f"`define {_PREFIX}_TMEM_COLUMNS {p.tmem_columns}"]
     if p.tmem is not None:
         out += [f"`define {_PREFIX}_TMEM_QUADRANTS {QUADRANTS}",
+                f"`define {_PREFIX}_TMEM_BANKS {p.tmem_banks}",
                 "// Tensor Memory instruction fields: shape codes, reduction types, result kinds"]
         out += [f"`define {_PREFIX}_TMEM_SHAPE_{re.sub(r'[^A-Z0-9]', '_', s.upper())} {k}"
                 for k, s in enumerate(SHAPES)]

@@ -53,6 +53,9 @@ class Params:
     tmem_columns : int
         Tensor Memory columns per lane (a power of two, 32 … 512), in four lane quadrants of
         32 lanes; 0 builds the unit without Tensor Memory (the shared-memory path alone).
+    tmem_banks : int
+        Banks of each quadrant's memory: 2 (by column parity, four column accesses a step) or 1
+        (two a step: half the rate of the 16-lane forms, about half the logic).
 
     Raises
     ------
@@ -66,6 +69,7 @@ class Params:
     smem_bytes: int = 16 * 1024
     schedule: Policy = Policy.H200
     tmem_columns: int = 512
+    tmem_banks: int = 2
 
     def __post_init__(self):
         for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
@@ -96,12 +100,14 @@ class Params:
         if isinstance(c, bool) or not isinstance(c, int) or (c != 0 and (c < 32 or c > 512 or c & (c - 1))):
             raise ValueError(f"tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 "
                              f"to 512, not {c!r}")
+        if isinstance(self.tmem_banks, bool) or self.tmem_banks not in (1, 2):
+            raise ValueError(f"tmem_banks must be 1 or 2, not {self.tmem_banks!r}")
 
     @property
     def tmem(self):
         """The Tensor Memory's parameters, or None without one."""
         from .tmem_records import TmemParams
-        return TmemParams(self.tmem_columns) if self.tmem_columns else None
+        return TmemParams(self.tmem_columns, self.tmem_banks) if self.tmem_columns else None
 
     @property
     def line_bytes(self) -> int:

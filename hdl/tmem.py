@@ -45,7 +45,7 @@ from amaranth.lib.wiring import In, Out
 from .records import Error
 from .tmem_check import TmemCheck
 from .tmem_gather import TmemGather
-from .tmem_plan import BANKS, GROUPS, MAX_REGS, SHAPES
+from .tmem_plan import MAX_REGS, PORTS_PER_BANK, SHAPES
 from .tmem_records import (LANES, Kind, RedType, TmemParams, beat_layout, tmem_fill_layout,
                            tmem_instr_layout, tmem_result_layout)
 from .tmem_reduce import TmemReduce
@@ -94,21 +94,36 @@ class TmemQuadrant(wiring.Component):
         m = Module()
         p = self.params
         m.submodules.check = check = TmemCheck(p, self.quadrant)
-        m.submodules.steps = steps = TmemSteps()
-        m.submodules.gather = gather = TmemGather()
-        m.submodules.scatter = scatter = TmemScatter()
+        m.submodules.steps = steps = TmemSteps(p.banks)
+        m.submodules.gather = gather = TmemGather(p.banks)
+        m.submodules.scatter = scatter = TmemScatter(p.banks)
         m.submodules.reduce = reduce = TmemReduce()
-        # Bank b holds the columns of parity b; its port g serves group g of a step (the
-        # group's column in that bank), and fill and dump use port 1.
-        depth = p.columns // BANKS
-        rd = [[None] * GROUPS for _ in range(BANKS)]
-        wr = [[None] * GROUPS for _ in range(BANKS)]
-        bank_addr = [[Signal(range(depth), name=f"bank{b}_port{g}_addr") for g in range(GROUPS)]
-                     for b in range(BANKS)]
-        read = [[Signal(name=f"bank{b}_port{g}_read") for g in range(GROUPS)] for b in range(BANKS)]
-        for b in range(BANKS):
+        # One bank: its port g serves access g of a step. Two banks: bank b holds the columns of
+        # parity b, and its port g serves group g of a step (the group's column in that bank).
+        # Fill and dump use port 1 of the column's bank.
+        banks, ports = p.banks, PORTS_PER_BANK
+        depth = p.columns // banks
+        rd = [[None] * ports for _ in range(banks)]
+        wr = [[None] * ports for _ in range(banks)]
+        bank_addr = [[Signal(range(depth), name=f"bank{b}_port{g}_addr") for g in range(ports)]
+                     for b in range(banks)]
+        read = [[Signal(name=f"bank{b}_port{g}_read") for g in range(ports)] for b in range(banks)]
+
+        def bank_of(col):
+            return col[0] if banks == 2 else 0
+
+        def row_of(col):
+            return col[1:] if banks == 2 else col
+
+        def pick(b, g, values, parity):
+            """Of a step's per-access ``values``, the one bank b's port g serves."""
+            if banks == 1:
+                return values[g]
+            return Mux(parity != b, values[2 * g + 1], values[2 * g])
+
+        for b in range(banks):
             m.submodules[f"bank{b}"] = mem = Memory(shape=unsigned(32 * LANES), depth=depth, init=[])
-            for g in range(GROUPS):
+            for g in range(ports):
                 rd[b][g], wr[b][g] = mem.read_port(domain="sync"), mem.write_port(granularity=32)
                 # One address per port, read or write: an instruction only reads (a load) or
                 # only writes (a store), and fill and dump run while idle, so each port is a
@@ -153,7 +168,7 @@ class TmemQuadrant(wiring.Component):
         s1_valid, s1_last_step, s1_final = Signal(), Signal(), Signal()
         s1_var = Signal.like(steps.var)
         s1_reg, s1_reg2, s1_two = Signal.like(steps.reg), Signal.like(steps.reg2), Signal()
-        s1_parity = Signal(GROUPS)
+        s1_parity = Signal(ports)
         s2_valid, s2_last_step, s2_final = Signal(), Signal(), Signal()
         s2_reg, s2_reg2, s2_two = Signal.like(steps.reg), Signal.like(steps.reg2), Signal()
         s2_take, s2_free, s1_move = Signal(), Signal(), Signal()
@@ -163,15 +178,15 @@ class TmemQuadrant(wiring.Component):
         can_issue = ~s1_valid | s1_move
         issuing = Signal()
         m.d.comb += issuing.eq(busy & ~store & ~refusing & ~issued_all & can_issue)
-        # element e of group g is in bank (its first column's parity) ^ e
-        parity = [Signal(name=f"group{g}_parity") for g in range(GROUPS)]
-        step_addr = [[Signal.like(bank_addr[b][g], name=f"step_bank{b}_port{g}_addr") for g in range(GROUPS)]
-                     for b in range(BANKS)]
-        for g in range(GROUPS):
-            m.d.comb += parity[g].eq(steps.addr[2 * g][0])
-            for b in range(BANKS):
-                e = parity[g] != b
-                m.d.comb += [step_addr[b][g].eq(Mux(e, steps.addr[2 * g + 1], steps.addr[2 * g])[1:]),
+        # two banks: element e of group g is in bank (its first column's parity) ^ e
+        parity = [Signal(name=f"group{g}_parity") for g in range(ports)]
+        step_addr = [[Signal.like(bank_addr[b][g], name=f"step_bank{b}_port{g}_addr") for g in range(ports)]
+                     for b in range(banks)]
+        for g in range(ports):
+            if banks == 2:
+                m.d.comb += parity[g].eq(steps.addr[2 * g][0])
+            for b in range(banks):
+                m.d.comb += [step_addr[b][g].eq(row_of(pick(b, g, list(steps.addr), parity[g]))),
                              bank_addr[b][g].eq(step_addr[b][g]), read[b][g].eq(issuing)]
         with m.If(issuing & steps.final):
             m.d.sync += issued_all.eq(1)
@@ -184,9 +199,12 @@ class TmemQuadrant(wiring.Component):
                          s2_reg.eq(s1_reg), s2_reg2.eq(s1_reg2), s2_two.eq(s1_two)]
         m.d.comb += [gather.var.eq(s1_var), gather.lane_off.eq(lane_off), gather.load.eq(s1_move),
                      gather.take.eq(s2_take)]
-        for g in range(GROUPS):
-            for e in range(2):
-                m.d.comb += gather.words[2 * g + e].eq(Mux(s1_parity[g] ^ e, rd[1][g].data, rd[0][g].data))
+        for g in range(ports):
+            if banks == 1:
+                m.d.comb += gather.words[g].eq(rd[0][g].data)
+            else:
+                for e in range(2):
+                    m.d.comb += gather.words[2 * g + e].eq(Mux(s1_parity[g] ^ e, rd[1][g].data, rd[0][g].data))
 
         # the beat: whole the cycle after its last step's words were placed
         beat_reg, beat_reg2, beat_two, beat_final = Signal(7), Signal(7), Signal(), Signal()
@@ -208,18 +226,15 @@ class TmemQuadrant(wiring.Component):
                      scatter.lane_off.eq(lane_off)]
         # stage W: a step's writes are registered per bank port, and reach the memory a cycle
         # later (so that the step table and the placement are not on the memory's input path)
-        for g in range(GROUPS):
-            for b in range(BANKS):
-                e = parity[g] != b
-                k0, k1 = 2 * g, 2 * g + 1
+        enables = [scatter.lanes[k] & steps.on[k].replicate(LANES) for k in range(len(steps.on))]
+        for g in range(ports):
+            for b in range(banks):
                 w_addr = Signal.like(bank_addr[b][g], name=f"w_bank{b}_port{g}_addr")
                 w_data = Signal.like(wr[b][g].data, name=f"w_bank{b}_port{g}_data")
                 w_en = Signal.like(wr[b][g].en, name=f"w_bank{b}_port{g}_en")
                 m.d.sync += [w_addr.eq(step_addr[b][g]),
-                             w_data.eq(Mux(e, scatter.words[k1], scatter.words[k0])),
-                             w_en.eq(Mux(e, scatter.lanes[k1] & steps.on[k1].replicate(LANES),
-                                         scatter.lanes[k0] & steps.on[k0].replicate(LANES))
-                                     & writing.replicate(LANES))]
+                             w_data.eq(pick(b, g, list(scatter.words), parity[g])),
+                             w_en.eq(pick(b, g, enables, parity[g]) & writing.replicate(LANES))]
                 m.d.comb += [wr[b][g].data.eq(w_data), wr[b][g].en.eq(w_en)]
                 with m.If(store):
                     m.d.comb += bank_addr[b][g].eq(w_addr)
@@ -261,18 +276,19 @@ class TmemQuadrant(wiring.Component):
         m.d.comb += [self.fill.ready.eq(~busy & ~dump_pending),
                      self.dump_req.ready.eq(~busy & ~self.fill.valid & (~dump_pending | self.dump.ready))]
         dump_bank = Signal()
-        for b in range(BANKS):
-            with m.If(self.fill.valid & self.fill.ready & (fill.col[0] == b)):
-                m.d.comb += [bank_addr[b][1].eq(fill.col[1:]), wr[b][1].data.eq(fill.data),
+        for b in range(banks):
+            with m.If(self.fill.valid & self.fill.ready & (bank_of(fill.col) == b)):
+                m.d.comb += [bank_addr[b][1].eq(row_of(fill.col)), wr[b][1].data.eq(fill.data),
                              wr[b][1].en.eq((1 << LANES) - 1)]
-            with m.If(self.dump_req.valid & self.dump_req.ready & (self.dump_req.payload[0] == b)):
-                m.d.comb += [bank_addr[b][1].eq(self.dump_req.payload[1:]), read[b][1].eq(1)]
+            with m.If(self.dump_req.valid & self.dump_req.ready & (bank_of(self.dump_req.payload) == b)):
+                m.d.comb += [bank_addr[b][1].eq(row_of(self.dump_req.payload)), read[b][1].eq(1)]
         with m.If(self.dump_req.valid & self.dump_req.ready):
-            m.d.sync += [dump_pending.eq(1), dump_bank.eq(self.dump_req.payload[0])]
+            m.d.sync += [dump_pending.eq(1), dump_bank.eq(bank_of(self.dump_req.payload))]
         with m.Elif(self.dump.ready):
             m.d.sync += dump_pending.eq(0)
         m.d.comb += [self.dump.valid.eq(dump_pending),
-                     self.dump.payload.eq(Mux(dump_bank, rd[1][1].data, rd[0][1].data))]
+                     self.dump.payload.eq(rd[0][1].data if banks == 1 else
+                                          Mux(dump_bank, rd[1][1].data, rd[0][1].data))]
 
         # -- result beats --------------------------------------------------------------------
         with m.If(res_taken):

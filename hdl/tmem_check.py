@@ -43,7 +43,7 @@ class TmemCheck(wiring.Component):
 
     def __init__(self, params: TmemParams, quadrant: int):
         self.params, self.quadrant = params, quadrant
-        sch = schedule()
+        sch = schedule(params.banks)
         super().__init__({
             "instr": In(tmem_instr_layout()),
             "error": Out(Error),
@@ -56,13 +56,13 @@ class TmemCheck(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ins = self.instr
-        sch = schedule()
+        sch = schedule(self.params.banks)
         # columns one access (one half) spans
         span = Signal(range(max(cols_of(*f[1:]) for f in sch.forms()) + 1))
         known = Signal()
         with m.Switch(Cat(ins.num_log2, ins.shape_id, ins.pack, ins.store)):
             for op, shape, num, pack in sch.forms():
-                pl = plan(op, shape, num, pack)
+                pl = plan(op, shape, num, pack, self.params.banks)
                 with m.Case(_code(op, shape, num, pack)):
                     m.d.comb += [known.eq(1), self.cls.eq(sch.cls_of(op, shape, num, pack)),
                                  self.periods.eq(pl.periods), self.nregs.eq(pl.periods * pl.period_regs),

@@ -21,7 +21,7 @@ from amaranth.lib.wiring import In, Out
 
 from .rom import candidates, select, selects
 from .tmem_lanes import to_virtual
-from .tmem_plan import PORTS, schedule
+from .tmem_plan import BANKS, accesses, schedule
 from .tmem_records import LANES, beat_layout
 
 __all__ = ["TmemGather", "sources"]
@@ -29,12 +29,12 @@ __all__ = ["TmemGather", "sources"]
 HALF_BITS = 16
 
 
-def sources():
+def sources(banks: int = BANKS):
     """Per 16-bit piece ``(slot, thread, half)`` of a beat: its candidate sources
     ``(access, virtual lane, half)`` and, per step row, the index of the one it takes (absent:
     it keeps its value)."""
     def moves():
-        for vi, v in enumerate(schedule().variants):
+        for vi, v in enumerate(schedule(banks).variants):
             if v.store:
                 continue
             for (slot, t, piece), (port, lane) in v.moves:
@@ -49,7 +49,7 @@ def sources():
 class TmemGather(wiring.Component):
     """Members
     -------
-    words : In(ArrayLayout(unsigned(32 · LANES), PORTS))
+    words : In(ArrayLayout(unsigned(32 · LANES), accesses(banks)))
         What the step's accesses read (the memory's output, the cycle after the step).
     var : In
         The step row of the words (:func:`~tensorlsu.hdl.tmem_plan.schedule`).
@@ -62,10 +62,11 @@ class TmemGather(wiring.Component):
     beat : Out(beat_layout())
     """
 
-    def __init__(self):
-        nvar = len(schedule().variants)
+    def __init__(self, banks: int = BANKS):
+        self.banks = banks
+        nvar = len(schedule(banks).variants)
         super().__init__({
-            "words": In(data.ArrayLayout(unsigned(32 * LANES), PORTS)),
+            "words": In(data.ArrayLayout(unsigned(32 * LANES), accesses(banks))),
             "var": In(range(max(nvar, 2))),
             "lane_off": In(range(LANES + 1)),
             "load": In(1),
@@ -75,15 +76,16 @@ class TmemGather(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        nvar = len(schedule().variants)
+        nvar = len(schedule(self.banks).variants)
+        ports = accesses(self.banks)
         # align: virtual lanes, registered
-        virt = [[Signal(32, name=f"virt{k}_{lane}") for lane in range(LANES)] for k in range(PORTS)]
-        for k in range(PORTS):
+        virt = [[Signal(32, name=f"virt{k}_{lane}") for lane in range(LANES)] for k in range(ports)]
+        for k in range(ports):
             rotated = to_virtual([self.words[k][32 * lane:32 * lane + 32] for lane in range(LANES)],
                                  self.lane_off)
             with m.If(self.load):
                 m.d.sync += [virt[k][lane].eq(rotated[lane]) for lane in range(LANES)]
-        cands, table = sources()
+        cands, table = sources(self.banks)
         sel_of = selects(m, self.var, cands, table, nvar, load=self.load)
         # place
         for target in sorted(cands):

@@ -1,14 +1,15 @@
 """How a Tensor Memory quadrant runs each tcgen05.ld / tcgen05.st form: its schedule of column
 reads or writes, generated from :func:`tensorlsu.sim.layouts.tmem_table` (never by hand).
 
-The quadrant's memory is two banks by column parity, each with two ports that read (or write)
-one column of all 32 lanes. Every register of every form touches the *same* columns in all
-the lanes it uses (the table's column never depends on the lane), so a step is at most two
-*groups* of columns, each two adjacent columns of one half (one of them lands in each bank,
-whatever the parity of taddr's column and of the split) or a single column: four column
-accesses, two per bank. Access ``2g + e`` of a step is element ``e`` of group ``g`` (column
-``off + e``). A result *beat* carries one or two whole registers; it is assembled over the
-steps that read its columns.
+Every register of every form touches the *same* columns in all the lanes it uses (the table's
+column never depends on the lane), so a step reads or writes whole columns (one column of all
+32 lanes per access). The quadrant's memory is one bank or two by column parity
+(``TmemParams.banks``), each with two ports. One bank: a step is any two columns. Two banks: a
+step is at most two *groups*, each two columns of one half whose offsets differ in parity (one
+of them lands in each bank, whatever the parity of taddr's column and of the split) or a single
+column: four accesses, two per bank; access ``2g + e`` is element ``e`` of group ``g``. A result
+*beat* carries one or two whole registers; it is assembled over the steps that read its
+columns.
 
 A form repeats with a *period* of registers: register ``p·R + i`` touches the cells of register
 ``i`` moved ``p·C`` columns on (``R``, ``C``: :attr:`Plan.period_regs`, :attr:`Plan.period_cols`).
@@ -29,15 +30,25 @@ from functools import lru_cache
 from tensorlsu.sim import layouts, ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1, Instr
 
-__all__ = ["PORTS", "GROUPS", "BANKS", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "MAX_REGS", "lanes_of",
+__all__ = ["PORTS", "PORTS_PER_BANK", "BANKS", "accesses", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "MAX_REGS", "lanes_of",
            "cols_of", "Variant", "Schedule", "schedule", "forms"]
 
-#: Groups of columns a step serves; each is one column or two adjacent ones.
-GROUPS = 2
-#: Column accesses a step: element ``e`` of group ``g`` is access ``2g + e``.
-PORTS = 2 * GROUPS
-#: Banks of a quadrant's memory (by column parity), each with one port per group.
+#: Ports of each bank of a quadrant's memory (each reads or writes one column a step).
+PORTS_PER_BANK = 2
+#: Banks of a quadrant's memory by default: 2, by column parity (four column accesses a step);
+#: 1 is half the ports and about half the logic (TmemParams.banks).
 BANKS = 2
+
+
+def accesses(banks: int = BANKS) -> int:
+    """Column accesses a step: with two banks, access ``2g + e`` is element ``e`` of group ``g``;
+    with one, the memory's two ports."""
+    return PORTS_PER_BANK * banks
+
+
+#: Column accesses a step with the default banks.
+PORTS = accesses(BANKS)
+
 #: The shapes in the order of their code in the instruction port.
 SHAPES = ("32x32b", "16x32bx2", "16x64b", "16x128b", "16x256b")
 #: .num values, in the order of their code (log2).
@@ -122,31 +133,36 @@ def _columns(cells_of_regs) -> list[tuple[int, int]]:
     return sorted({(c.off, c.half) for reg in cells_of_regs for th in reg for c in th})
 
 
-def _steps(cols: list[tuple[int, int]]) -> tuple[Step, ...]:
-    """The fewest steps that serve ``cols``: runs of adjacent columns of one half cut into
-    pairs (a group each), two groups a step."""
+def _steps(cols: list[tuple[int, int]], banks: int) -> tuple[Step, ...]:
+    """The fewest steps that serve ``cols``. One bank: any two columns a step. Two banks: two
+    groups a step, each one column or two columns of one half whose offsets differ in parity
+    (so one lands in each bank, whatever the parity of taddr's column and of the split)."""
+    if banks == 1:
+        out = []
+        for k in range(0, len(cols), PORTS_PER_BANK):
+            ports = tuple(cols[k:k + PORTS_PER_BANK])
+            out.append(Step(ports + (None,) * (PORTS_PER_BANK - len(ports))))
+        return tuple(out)
     groups = []
-    todo = sorted(cols, key=lambda c: (c[1], c[0]))
-    k = 0
-    while k < len(todo):
-        off, half = todo[k]
-        if k + 1 < len(todo) and todo[k + 1] == (off + 1, half):
-            groups.append(((off, half), (off + 1, half)))
-            k += 2
-        else:
-            groups.append(((off, half), None))
-            k += 1
+    for half in sorted({h for _, h in cols}):
+        even = [c for c in cols if c[1] == half and c[0] % 2 == 0]
+        odd = [c for c in cols if c[1] == half and c[0] % 2 == 1]
+        for k in range(max(len(even), len(odd))):
+            pair = [x[k] for x in (even, odd) if k < len(x)]
+            groups.append((pair[0], pair[1] if len(pair) == 2 else None))
+    per_step = accesses(banks) // 2
     out = []
-    for k in range(0, len(groups), GROUPS):
-        chunk = groups[k:k + GROUPS] + [(None, None)] * (GROUPS - len(groups[k:k + GROUPS]))
+    for k in range(0, len(groups), per_step):
+        chunk = groups[k:k + per_step]
+        chunk += [(None, None)] * (per_step - len(chunk))
         out.append(Step(tuple(c for group in chunk for c in group)))
     return tuple(out)
 
 
 @lru_cache(maxsize=None)
-def plan(op: str, shape: str, num: int, pack: bool) -> Plan:
+def plan(op: str, shape: str, num: int, pack: bool, banks: int = BANKS) -> Plan:
     """The schedule of ``op`` (``tcgen05.ld`` or ``tcgen05.st``) of one shape, .num and
-    packing (.red forms run as the plain load of their shape)."""
+    packing (.red forms run as the plain load of their shape) on a memory of ``banks``."""
     ins = _instr(op, shape, num, pack)
     T = layouts.tmem_table(ins)
     per = TCGEN05_REGS_PER_X1[shape]
@@ -170,12 +186,12 @@ def plan(op: str, shape: str, num: int, pack: bool) -> Plan:
         best = None
         for order in itertools.permutations(regs):
             pairs = [tuple(sorted(order[k:k + 2])) for k in range(0, len(order), 2)]
-            cost = sum(len(_steps(_columns([cells[r] for r in g]))) for g in pairs)
+            cost = sum(len(_steps(_columns([cells[r] for r in g]), banks)) for g in pairs)
             key = (cost, sorted(pairs))
             if best is None or key < best[0]:
                 best = (key, sorted(pairs))
         groups = best[1]
-    beats = tuple(Beat(g, _steps(_columns([cells[r] for r in g]))) for g in groups)
+    beats = tuple(Beat(g, _steps(_columns([cells[r] for r in g]), banks)) for g in groups)
     return Plan(pr, pc, periods, beats, lanes_of(shape), cols_of(shape, num, pack), cells)
 
 
@@ -210,9 +226,10 @@ class Schedule:
     plans: tuple            # a representative Plan per class
     first: tuple
     variants: tuple
+    banks: int
 
     def cls_of(self, op: str, shape: str, num: int, pack: bool) -> int:
-        pl = plan(op, shape, num, pack)
+        pl = plan(op, shape, num, pack, self.banks)
         return self.keys.index((op, shape, pack, pl.period_regs))
 
     def forms(self):
@@ -231,11 +248,11 @@ def forms():
 
 
 @lru_cache(maxsize=None)
-def schedule() -> Schedule:
-    """The step table of every form."""
+def schedule(banks: int = BANKS) -> Schedule:
+    """The step table of every form on a memory of ``banks``."""
     classes = {}
     for op, shape, num, pack in forms():
-        pl = plan(op, shape, num, pack)
+        pl = plan(op, shape, num, pack, banks)
         classes.setdefault((op, shape, pack, pl.period_regs), pl)
     keys = tuple(sorted(classes, key=str))
     variants, first = [], []
@@ -260,4 +277,4 @@ def schedule() -> Schedule:
                 variants.append(Variant(ci, bi, si, step.ports, si == len(beat.steps) - 1,
                                         bi == len(pl.beats) - 1, beat.regs, tuple(moves),
                                         op == "tcgen05.st", pack))
-    return Schedule(keys, tuple(classes[k] for k in keys), tuple(first), tuple(variants))
+    return Schedule(keys, tuple(classes[k] for k in keys), tuple(first), tuple(variants), banks)

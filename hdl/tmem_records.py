@@ -13,7 +13,7 @@ from amaranth import signed, unsigned
 from amaranth.lib import data, enum
 
 from .records import Error
-from .tmem_plan import MAX_REGS, NUMS, SHAPES
+from .tmem_plan import BANKS, MAX_REGS, NUMS, SHAPES
 
 __all__ = ["LANES", "QUADRANTS", "CANONICAL_NAN", "MAX_REGS", "TmemParams", "RedType", "Kind",
            "beat_layout", "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields"]
@@ -28,14 +28,19 @@ CANONICAL_NAN = 0x7FFFFFFF
 
 @dataclass(frozen=True)
 class TmemParams:
-    """Parameters of the Tensor Memory: ``columns`` per lane, a power of two from 32 to 512."""
+    """Parameters of the Tensor Memory: ``columns`` per lane, a power of two from 32 to 512;
+    ``banks`` of a quadrant's memory, 2 (by column parity: four column accesses a step, the
+    rates of docs/ARCHITECTURE.md) or 1 (two accesses a step, about half the logic)."""
 
     columns: int = 512
+    banks: int = BANKS
 
     def __post_init__(self):
         c = self.columns
         if not isinstance(c, int) or isinstance(c, bool) or c < 32 or c > 512 or c & (c - 1):
             raise ValueError(f"tmem columns must be a power of two from 32 to 512, not {c!r}")
+        if self.banks not in (1, 2) or isinstance(self.banks, bool):
+            raise ValueError(f"tmem banks must be 1 or 2, not {self.banks!r}")
 
     @property
     def col_bits(self) -> int:

@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 
 from .rom import candidates, select, selects
 from .tmem_lanes import to_physical
-from .tmem_plan import PORTS, schedule
+from .tmem_plan import BANKS, accesses, schedule
 from .tmem_records import LANES, beat_layout
 
 __all__ = ["TmemScatter", "sources"]
@@ -28,12 +28,12 @@ HALF_BITS = 16
 ZERO = "zero"
 
 
-def sources():
+def sources(banks: int = BANKS):
     """Per 16-bit piece ``(access, virtual lane, half)`` of the words: its candidate sources
     (``(slot, thread, half)`` of the beat, or :data:`ZERO`) and, per step row, the index of the
     one it takes (absent: the lane is not written)."""
     def moves():
-        for vi, v in enumerate(schedule().variants):
+        for vi, v in enumerate(schedule(banks).variants):
             if not v.store:
                 continue
             for (port, lane), (slot, t, piece) in v.moves:
@@ -57,29 +57,30 @@ class TmemScatter(wiring.Component):
         The form is 32x32b (all 32 lanes, from the quadrant's first).
     lane_off : In
         taddr's lane from the quadrant's first.
-    words : Out(ArrayLayout(unsigned(32 · LANES), PORTS))
-    lanes : Out(ArrayLayout(unsigned(LANES), PORTS))
+    words : Out(ArrayLayout(unsigned(32 · LANES), accesses(banks)))
+    lanes : Out(ArrayLayout(unsigned(LANES), accesses(banks)))
         Per port, the lanes to write (the port's enables, before the write strobe).
     """
 
-    def __init__(self):
-        nvar = len(schedule().variants)
+    def __init__(self, banks: int = BANKS):
+        self.banks = banks
+        nvar = len(schedule(banks).variants)
         super().__init__({
             "beat": In(beat_layout()),
             "var": In(range(max(nvar, 2))),
             "wide": In(1),
             "lane_off": In(range(LANES + 1)),
-            "words": Out(data.ArrayLayout(unsigned(32 * LANES), PORTS)),
-            "lanes": Out(data.ArrayLayout(unsigned(LANES), PORTS)),
+            "words": Out(data.ArrayLayout(unsigned(32 * LANES), accesses(banks))),
+            "lanes": Out(data.ArrayLayout(unsigned(LANES), accesses(banks))),
         })
 
     def elaborate(self, platform):
         m = Module()
-        nvar = len(schedule().variants)
-        cands, table = sources()
+        nvar = len(schedule(self.banks).variants)
+        cands, table = sources(self.banks)
         sel_of = selects(m, self.var, cands, table, nvar)
 
-        for k in range(PORTS):
+        for k in range(accesses(self.banks)):
             virt_word, virt_on = [], []
             for lane in range(LANES):
                 word = Signal(32, name=f"virt{k}_{lane}")

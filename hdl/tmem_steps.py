@@ -17,7 +17,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .rom import rom
-from .tmem_plan import MAX_REGS, PORTS, schedule
+from .tmem_plan import BANKS, MAX_REGS, accesses, schedule
 
 __all__ = ["TmemSteps", "ADDR_BITS"]
 
@@ -44,29 +44,32 @@ class TmemSteps(wiring.Component):
         The beat's registers (in the instruction) and whether it has two.
     """
 
-    def __init__(self):
-        sch = schedule()
+    def __init__(self, banks: int = BANKS):
+        self.banks = banks
+        sch = schedule(banks)
+        ports = accesses(banks)
         super().__init__({
             "start": In(1), "cls": In(range(max(len(sch.keys), 2))),
             "periods": In(range(MAX_REGS + 1)), "col": In(16), "split": In(signed(17)),
             "advance": In(1),
             "var": Out(range(max(len(sch.variants), 2))),
-            "addr": Out(data.ArrayLayout(unsigned(ADDR_BITS), PORTS)), "on": Out(PORTS),
+            "addr": Out(data.ArrayLayout(unsigned(ADDR_BITS), ports)), "on": Out(ports),
             "last_step": Out(1), "final": Out(1),
             "reg": Out(range(MAX_REGS)), "reg2": Out(range(MAX_REGS)), "two": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        sch = schedule()
+        sch = schedule(self.banks)
+        ports = accesses(self.banks)
         rows = sch.variants
 
         def column(f, shape):
             return (shape, [f(v) for v in rows])
         row = rom(m, self.var, {
-            **{f"off{k}": column(lambda v, k=k: (v.ports[k] or (0, 0))[0], unsigned(9)) for k in range(PORTS)},
-            **{f"half{k}": column(lambda v, k=k: (v.ports[k] or (0, 0))[1], 1) for k in range(PORTS)},
-            **{f"on{k}": column(lambda v, k=k: v.ports[k] is not None, 1) for k in range(PORTS)},
+            **{f"off{k}": column(lambda v, k=k: (v.ports[k] or (0, 0))[0], unsigned(9)) for k in range(ports)},
+            **{f"half{k}": column(lambda v, k=k: (v.ports[k] or (0, 0))[1], 1) for k in range(ports)},
+            **{f"on{k}": column(lambda v, k=k: v.ports[k] is not None, 1) for k in range(ports)},
             "last_step": column(lambda v: v.last_step, 1),
             "last_beat": column(lambda v: v.last_beat, 1),
             "reg": column(lambda v: v.regs[0], unsigned(7)),
@@ -91,7 +94,7 @@ class TmemSteps(wiring.Component):
                 m.d.sync += [period.eq(period + 1), base.eq(base + period_cols[cls])]
             m.d.sync += var.eq(row.next)
 
-        for k in range(PORTS):
+        for k in range(ports):
             m.d.comb += [self.addr[k].eq(base + row[f"off{k}"] + Mux(row[f"half{k}"], split, 0)),
                          self.on[k].eq(row[f"on{k}"])]
         first_reg = Signal(range(MAX_REGS + 1))

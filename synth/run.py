@@ -59,6 +59,7 @@ def blocks(policy: str):
         "unit": lambda: LoadStoreUnit(p),
         # one Tensor Memory quadrant of the full size (512 columns of 32 lanes), and its parts
         "tmem_quadrant": lambda: TmemQuadrant(TmemParams(512), 0),
+        "tmem_quadrant_1bank": lambda: TmemQuadrant(TmemParams(512, banks=1), 0),
         "tmem_gather": lambda: TmemGather(),
         "tmem_scatter": lambda: TmemScatter(),
         "tmem_reduce": lambda: TmemReduce(),
@@ -121,7 +122,7 @@ def ecp5_script(json_out: str, mux_cover: bool = True) -> str:
 #: routed for it, with timing-driven rip-up (routing reconsiders the nets of failing paths);
 #: every other block for 100 MHz without it (rip-up towards a clock far out of reach only
 #: prolongs routing: the packed scheduler did not finish in 10 minutes).
-GOAL_MHZ = {"crossbar": 150, "unit": 100, "tmem_quadrant": 150}
+GOAL_MHZ = {"crossbar": 150, "unit": 100, "tmem_quadrant": 150, "tmem_quadrant_1bank": 150}
 
 
 def place_and_route(work: Path, freq: int, seed: int, router: str, timeout: float | None,
@@ -183,7 +184,7 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     (work / MUX_MAP.name).write_text(MUX_MAP.read_text())
     # The generic pass maps memories to flip-flops: for Tensor Memory (512 kbit a quadrant)
     # that exhausts Yosys's memory, so those blocks go straight to the ECP5 mapping.
-    generic_pass = name not in ("tmem_quadrant", "unit_tmem")
+    generic_pass = name not in ("tmem_quadrant", "tmem_quadrant_1bank", "unit_tmem")
     script = ((prep + "tee -q -o generic.txt synth -top top -flatten; tee -q -o generic_stat.txt stat; "
                "tee -q -o ltp.txt ltp -noff; design -reset; ") if generic_pass else "") + \
         prep + ecp5_script("top.json", mux_cover) + "; tee -q -o ecp5_stat.txt stat"
@@ -250,7 +251,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blocks", nargs="*",
                     default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "unit",
-                             "tmem_quadrant", "unit_tmem"])
+                             "tmem_quadrant", "tmem_quadrant_1bank", "unit_tmem"])
     ap.add_argument("--policies", nargs="*", default=["h200"],
                     help="scheduling policies (default h200; the packed blocks are far larger and "
                          "take about an hour more)")

@@ -99,11 +99,11 @@ async def _dump(ctx, dut, cols=COLS):
     return out
 
 
-@pytest.mark.parametrize("quadrant,seed", [(0, 1), (3, 2)])
-def test_random_forms_against_the_model(quadrant, seed):
+@pytest.mark.parametrize("quadrant,seed,banks", [(0, 1, 2), (3, 2, 2), (1, 3, 1)])
+def test_random_forms_against_the_model(quadrant, seed, banks):
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
-    dut = TmemQuadrant(TmemParams(COLS), quadrant)
+    dut = TmemQuadrant(TmemParams(COLS, banks), quadrant)
     tm = nrng.integers(0, 1 << 32, size=(128, COLS), dtype=np.uint64).astype(np.uint32)
     lanes = slice(32 * quadrant, 32 * quadrant + 32)
     counts = {"ok": 0, "refused": 0}
@@ -194,23 +194,33 @@ def test_every_form_of_a_shape(shape):
     simulate(dut, bench)
 
 
-def test_step_table_is_the_layout_table():
+@pytest.mark.parametrize("banks", [1, 2])
+def test_step_table_is_the_layout_table(banks):
     """Walking a form's rows of the step table delivers (load) or writes (store) every register
     piece of every thread exactly once, at the lane and column ``layouts.tmem_table`` gives it
     (a packed register's halves in columns 2c and 2c + 1). The formal specs prove that the
     gather and scatter do what the rows say; this closes the loop to the PTX layout."""
     from tensorlsu.hdl.tmem_plan import plan, schedule
     from tensorlsu.sim import layouts
-    sch = schedule()
+    sch = schedule(banks)
     forms = list(sch.forms())
     assert len(forms) == 148
     for op, shape, num, pack in forms:
         q = ("pack::16b" if op == "tcgen05.ld" else "unpack::16b") if pack else ""
         ins = ptx.parse(f"{op}.sync.aligned.{shape}.x{num}{'.' + q if q else ''}.b32", "sm_100a")
         T = layouts.tmem_table(ins)
-        pl = plan(op, shape, num, pack)
+        pl = plan(op, shape, num, pack, banks)
         cls = sch.cls_of(op, shape, num, pack)
         rows = [v for v in sch.variants if v.cls == cls]
+        if banks == 2:
+            # a group's two columns must land in different banks whatever taddr's column and
+            # the split: the same half, offsets of opposite parity
+            for v in rows:
+                for g in range(0, len(v.ports), 2):
+                    a, b = v.ports[g], v.ports[g + 1]
+                    assert a is not None or b is None, f"{ins.form}: a group without its first column"
+                    if b is not None:
+                        assert a[1] == b[1] and (a[0] - b[0]) % 2 == 1, f"{ins.form}: {a} and {b} may share a bank"
         seen = {}
         for p in range(pl.periods):
             for v in rows:
