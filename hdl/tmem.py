@@ -26,8 +26,9 @@ cycle after its last step's words were placed (x1: four cycles from acceptance).
 A beat of one or two registers every one or two steps (:func:`~tensorlsu.hdl.tmem_plan.plan`);
 a ``.red`` load adds one ``redval`` beat. Stores: the store port's registers are collected into
 beats of two (a pending beat fills while the held one is written over its steps); one
-completion beat follows the last write. One instruction at a time per quadrant; a refused one
-gives one beat (its error) after its store beats, and touches nothing.
+completion beat follows the last write. The next instruction is taken once a load's steps
+have all issued (its beats follow the load's), or once a store or refusal has ended; a refused
+one gives one beat (its error) after its store beats, and touches nothing.
 
 Assumptions: ``columns`` is a power of two from 32 to 512. Fill and dump are taken only while
 no instruction is in flight (they use port 1 of the column's bank) and go before an
@@ -135,24 +136,34 @@ class TmemQuadrant(wiring.Component):
         ins = self.instr.payload
         m.d.comb += check.instr.eq(ins)
 
-        # -- the instruction in flight ------------------------------------------------------
+        # -- the instructions in flight ----------------------------------------------------
+        # The issue side (steps, store beats, writes) serves the newest instruction; the result
+        # side serves the oldest one whose beats have not all left. A load whose steps have all
+        # issued lets the next instruction in while its last beats drain (``queued``: that next
+        # one waits for the result side); stores and refusals hold the issue side to their end.
         busy, store, refusing = Signal(), Signal(), Signal()   # refusing: drain, then one beat
-        err = Signal(Error)
+        queued = Signal()
         lane_off = Signal(range(LANES + 1))
         wide = Signal()                                         # 32x32b
         drain = Signal(range(MAX_REGS + 1))                     # store beats still to take
-        red, red_max, red_type, red_abs, red_nan = Signal(), Signal(), Signal(RedType), Signal(), Signal()
-        accept = Signal()
+        context = data.StructLayout({"err": Error, "red": 1, "red_max": 1, "red_type": RedType,
+                                     "abs": 1, "nan": 1})
+        issue_ctx, res_ctx = Signal(context), Signal(context)   # the newest; the result side's
+        new_ctx = Signal(context)
+        m.d.comb += [new_ctx.err.eq(check.error), new_ctx.red.eq(ins.red), new_ctx.red_max.eq(ins.red_max),
+                     new_ctx.red_type.eq(ins.red_type), new_ctx.abs.eq(ins.abs), new_ctx.nan.eq(ins.nan)]
+        accept, finishing, early = Signal(), Signal(), Signal()
+        issued_all = Signal()
         dump_pending = Signal()                                 # a dumped column not yet taken
+        m.d.comb += early.eq(busy & ~queued & ~store & ~refusing & issued_all)
         # fill and dump go first while idle (they use port 1, which an instruction's steps need)
-        m.d.comb += [self.instr.ready.eq(~busy & ~dump_pending & ~self.fill.valid & ~self.dump_req.valid),
+        m.d.comb += [self.instr.ready.eq((~busy | early) & ~dump_pending & ~self.fill.valid
+                                         & ~self.dump_req.valid),
                      accept.eq(self.instr.valid & self.instr.ready), self.idle.eq(~busy & ~dump_pending)]
         with m.If(accept):
-            m.d.sync += [busy.eq(1), store.eq(ins.store), err.eq(check.error),
+            m.d.sync += [busy.eq(1), store.eq(ins.store), issue_ctx.eq(new_ctx),
                          refusing.eq(check.error != Error.NONE), lane_off.eq(check.lane_off),
-                         wide.eq(ins.shape_id == SHAPES.index("32x32b")), drain.eq(check.nregs),
-                         red.eq(ins.red), red_max.eq(ins.red_max), red_type.eq(ins.red_type),
-                         red_abs.eq(ins.abs), red_nan.eq(ins.nan)]
+                         wide.eq(ins.shape_id == SHAPES.index("32x32b")), drain.eq(check.nregs)]
         m.d.comb += [steps.start.eq(accept), steps.cls.eq(check.cls), steps.periods.eq(check.periods),
                      steps.col.eq(ins.taddr[:16]), steps.split.eq(ins.split)]
 
@@ -162,17 +173,20 @@ class TmemQuadrant(wiring.Component):
         m.d.comb += [self.result.valid.eq(res_valid), res_taken.eq(res_valid & self.result.ready)]
 
         # -- load: issue a step, read, gather into the beat -----------------------------------
-        issued_all = Signal()
         # stage M: the step issued last cycle, its words at the memory's output; stage A:
         # those words aligned in the gather; then placed into the beat
         s1_valid, s1_last_step, s1_final = Signal(), Signal(), Signal()
         s1_var = Signal.like(steps.var)
         s1_reg, s1_reg2, s1_two = Signal.like(steps.reg), Signal.like(steps.reg2), Signal()
         s1_parity = Signal(ports)
+        s1_lane_off = Signal.like(lane_off)
         s2_valid, s2_last_step, s2_final = Signal(), Signal(), Signal()
         s2_reg, s2_reg2, s2_two = Signal.like(steps.reg), Signal.like(steps.reg2), Signal()
         s2_take, s2_free, s1_move = Signal(), Signal(), Signal()
-        m.d.comb += [s2_take.eq(s2_valid & (~res_valid | self.result.ready)),
+        # a .red load's last register beat and its redval beat keep the next instruction's
+        # beats back (the redval beat does not come from the beat register)
+        redval_ahead = Signal()
+        m.d.comb += [s2_take.eq(s2_valid & ~redval_ahead & (~res_valid | self.result.ready)),
                      s2_free.eq(~s2_valid | s2_take),
                      s1_move.eq(s1_valid & s2_free)]
         can_issue = ~s1_valid | s1_move
@@ -193,11 +207,11 @@ class TmemQuadrant(wiring.Component):
         with m.If(can_issue):
             m.d.sync += [s1_valid.eq(issuing), s1_var.eq(steps.var), s1_last_step.eq(steps.last_step),
                          s1_final.eq(steps.final), s1_reg.eq(steps.reg), s1_reg2.eq(steps.reg2),
-                         s1_two.eq(steps.two), s1_parity.eq(Cat(*parity))]
+                         s1_two.eq(steps.two), s1_parity.eq(Cat(*parity)), s1_lane_off.eq(lane_off)]
         with m.If(s2_free):
             m.d.sync += [s2_valid.eq(s1_valid), s2_last_step.eq(s1_last_step), s2_final.eq(s1_final),
                          s2_reg.eq(s1_reg), s2_reg2.eq(s1_reg2), s2_two.eq(s1_two)]
-        m.d.comb += [gather.var.eq(s1_var), gather.lane_off.eq(lane_off), gather.load.eq(s1_move),
+        m.d.comb += [gather.var.eq(s1_var), gather.lane_off.eq(s1_lane_off), gather.load.eq(s1_move),
                      gather.take.eq(s2_take)]
         for g in range(ports):
             if banks == 1:
@@ -264,10 +278,14 @@ class TmemQuadrant(wiring.Component):
                          pending_slot.eq(0), pair.eq(check.nregs > 1)]
 
         # -- reduction -----------------------------------------------------------------------
+        # the result side takes an instruction on (and clears the reduction) when it is accepted
+        # onto an idle or finishing result side, or when the one before it finishes
+        res_next = Signal()
+        m.d.comb += res_next.eq((accept & (~busy | finishing)) | (finishing & queued))
         m.d.comb += [reduce.beat.eq(gather.beat), reduce.two.eq(beat_two),
-                     reduce.fold.eq(res_taken & (res.kind == Kind.REGS)), reduce.clear.eq(accept),
-                     reduce.red_max.eq(red_max), reduce.red_type.eq(red_type),
-                     reduce.abs.eq(red_abs), reduce.nan.eq(red_nan)]
+                     reduce.fold.eq(res_taken & (res.kind == Kind.REGS)), reduce.clear.eq(res_next),
+                     reduce.red_max.eq(res_ctx.red_max), reduce.red_type.eq(res_ctx.red_type),
+                     reduce.abs.eq(res_ctx.abs), reduce.nan.eq(res_ctx.nan)]
 
         # -- fill and dump (port 1, while idle) ----------------------------------------------
         fill = self.fill.payload
@@ -296,27 +314,35 @@ class TmemQuadrant(wiring.Component):
         with m.If(beat_in):
             m.d.sync += res_valid.eq(1)
         m.d.comb += [res.data.eq(gather.beat), res.reg.eq(beat_reg), res.reg2.eq(beat_reg2),
-                     res.two.eq(beat_two), res.error.eq(err)]
+                     res.two.eq(beat_two), res.error.eq(res_ctx.err),
+                     finishing.eq(res_taken & res.last)]
         state = Signal(range(3))    # 0 register beats, 1 redval beat, 2 completion / refusal beat
+        m.d.comb += redval_ahead.eq((state == 1) | (res_valid & (state == 0) & beat_final & res_ctx.red))
         with m.Switch(state):
             with m.Case(0):
-                m.d.comb += [res.kind.eq(Kind.REGS), res.last.eq(beat_final & ~red)]
-                with m.If(res_taken & beat_final):
-                    with m.If(red):
-                        m.d.sync += [state.eq(1), res_valid.eq(1)]
-                    with m.Else():
-                        m.d.sync += busy.eq(0)
+                m.d.comb += [res.kind.eq(Kind.REGS), res.last.eq(beat_final & ~res_ctx.red)]
+                with m.If(res_taken & beat_final & res_ctx.red):
+                    m.d.sync += [state.eq(1), res_valid.eq(1)]
             with m.Case(1):
                 m.d.comb += [res.kind.eq(Kind.REDVAL), res.last.eq(1), res.data[0].eq(reduce.redval)]
-                with m.If(res_taken):
-                    m.d.sync += [busy.eq(0), state.eq(0)]
             with m.Case(2):
                 m.d.comb += [res.kind.eq(Kind.DONE), res.last.eq(1)]
-                with m.If(res_taken):
-                    m.d.sync += [busy.eq(0), state.eq(0)]
+        with m.If(finishing):
+            m.d.sync += state.eq(0)
+            with m.If(queued):
+                m.d.sync += [res_ctx.eq(issue_ctx), queued.eq(0)]
+            with m.Else():
+                m.d.sync += busy.eq(0)
+        with m.If(accept):
+            m.d.sync += busy.eq(1)
+            with m.If(~busy | finishing):
+                m.d.sync += res_ctx.eq(new_ctx)
+            with m.Else():
+                m.d.sync += queued.eq(1)
         # a store completes after its last write; a refusal once its store beats are drained
-        with m.If(busy & store & ~refusing & written_all & ~res_valid & (state == 0)):
+        # (each once the result side is theirs)
+        with m.If(busy & ~queued & store & ~refusing & written_all & ~res_valid & (state == 0)):
             m.d.sync += [state.eq(2), res_valid.eq(1)]
-        with m.If(busy & refusing & ~res_valid & (state == 0) & (~store | (drain == 0))):
+        with m.If(busy & ~queued & refusing & ~res_valid & (state == 0) & (~store | (drain == 0))):
             m.d.sync += [state.eq(2), res_valid.eq(1)]
         return m
