@@ -155,7 +155,6 @@ class TmemQuadrant(wiring.Component):
         accept, finishing, early = Signal(), Signal(), Signal()
         issued_all = Signal()
         dump_pending = Signal()                                 # a dumped column not yet taken
-        m.d.comb += early.eq(busy & ~queued & ~store & ~refusing & issued_all)
         # fill and dump go first while idle (they use port 1, which an instruction's steps need)
         m.d.comb += [self.instr.ready.eq((~busy | early) & ~dump_pending & ~self.fill.valid
                                          & ~self.dump_req.valid),
@@ -192,6 +191,8 @@ class TmemQuadrant(wiring.Component):
         can_issue = ~s1_valid | s1_move
         issuing = Signal()
         m.d.comb += issuing.eq(busy & ~store & ~refusing & ~issued_all & can_issue)
+        # the next instruction may come in with the load's last step (its steps start next cycle)
+        m.d.comb += early.eq(busy & ~queued & ~store & ~refusing & (issued_all | (issuing & steps.final)))
         # two banks: element e of group g is in bank (its first column's parity) ^ e
         parity = [Signal(name=f"group{g}_parity") for g in range(ports)]
         step_addr = [[Signal.like(bank_addr[b][g], name=f"step_bank{b}_port{g}_addr") for g in range(ports)]
