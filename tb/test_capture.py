@@ -67,3 +67,31 @@ def test_harness_compiles(tmp_path, arch):
             assert needle in src
     else:
         assert "tcgen05" not in src
+
+
+def test_wmma_cost_harness_compiles(tmp_path):
+    """tb/hw/wmma_cost.py (the H200's wmma.load costs) still builds: one kernel per form."""
+    nvcc = ptxgen.ptxas_path().parent / "nvcc"
+    r = subprocess.run([sys.executable, str(HW / "wmma_cost.py"), "--out", str(tmp_path / "x.jsonl"),
+                        "--arch", "sm_90a", "--build-only", "--build-dir", str(tmp_path)],
+                       env={"NVCC": str(nvcc), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "wmma_cost.cu").read_text().count("asm volatile(\"wmma.load.") == 88
+
+
+def test_wmma_cost_data():
+    """The committed H200 run: every form's loads (a whole number per instruction) and its
+    cost at every stride and offset; the examples the PTX-level facts quote hold."""
+    recs = [json.loads(x) for x in (DATA / "h200_wmma_cost.jsonl").read_text().splitlines()]
+    meta = [r for r in recs if r["kind"] == "meta"]
+    assert len(meta) == 1 and meta[0]["target"] == "sm_90a" and "V13.0" in meta[0]["nvcc"][0]
+    sass = {r["instr"]: r for r in recs if r["kind"] == "sass"}
+    assert len(sass) == 88 and all(r["per_instruction"] and r["total"] == 8 * r["per_instruction"]
+                                   for r in sass.values())
+    cost = {(r["instr"], r["stride"], r["offset"]): r["cpi"] for r in recs if r["kind"] == "cost"}
+    assert len(cost) == 88 * 11 * 4
+    a = "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16"
+    assert sass[a]["loads"] == ["LDSM.16.M88.4"]
+    for stride, cpi in ((16, 8), (24, 4), (32, 16)):
+        assert abs(cost[(a, stride, 0)] - cpi) < 0.1
+    assert sass["wmma.load.a.sync.aligned.col.m16n16k16.shared.s8"]["loads"] == ["LDS.U8"] * 8
