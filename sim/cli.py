@@ -1,4 +1,5 @@
-"""Command line: ``tensorlsu replay TRACE.jsonl [--backend model] [--emit FILE]``."""
+"""Command line: ``tensorlsu replay TRACE.jsonl [--backend model] [--emit FILE]`` and
+``tensorlsu draw FORM [--out FILE.svg|.png] [--addr A,B,... --policy h200|packed]``."""
 
 from __future__ import annotations
 
@@ -64,6 +65,26 @@ def _replay(args) -> int:
     return 1 if failed else 0
 
 
+def _draw(args) -> int:
+    from . import draw
+    from .model import ModelError
+    from .ptx import PtxError, parse
+    try:
+        ins = parse(args.form, args.target)
+        if args.addr is None:
+            grid = draw.layout(ins)
+        else:
+            addr = [int(x, 0) for x in args.addr.split(",")]
+            grid = draw.schedule(ins, addr, args.policy)
+        out = args.out or "".join(ch if ch.isalnum() else "_" for ch in ins.form) + ".svg"
+        draw.save(grid, out)
+    except (PtxError, ModelError, ValueError) as e:
+        print(f"tensorlsu draw: {e}", file=sys.stderr)
+        return 2
+    print(f"tensorlsu draw: {grid.title} -> {out}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="tensorlsu", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -85,8 +106,16 @@ def main(argv=None) -> int:
                    help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
     r.add_argument("--show", type=int, default=20, metavar="N", help="print at most N failures")
+    d = sub.add_parser("draw", help="picture of a form's layout (who holds which element), or of the "
+                                    "bank quads' cycles for an ldmatrix / stmatrix address pattern")
+    d.add_argument("form", help='instruction text, e.g. "ldmatrix.sync.aligned.m8n8.x4.shared.b16"')
+    d.add_argument("--out", metavar="FILE", help="picture to write, .svg or .png (default: FORM.svg)")
+    d.add_argument("--target", default="sm_100a", help="target the form is parsed for")
+    d.add_argument("--addr", metavar="A,B,...", help="ldmatrix / stmatrix row addresses (thread order): "
+                                                     "draw the bank-quad schedule instead of the layout")
+    d.add_argument("--policy", default="h200", choices=["h200", "packed"], help="schedule of --addr")
     args = p.parse_args(argv)
-    return _replay(args)
+    return _draw(args) if args.cmd == "draw" else _replay(args)
 
 
 if __name__ == "__main__":
