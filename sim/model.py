@@ -17,7 +17,7 @@ from . import layouts, ptx
 from .decompress import decompress
 from .ptx import WMMA_BITS, Instr
 
-__all__ = ["ModelError", "Memory", "RowRequest", "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld",
+__all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld",
            "tcgen05_st", "tmem_image",
            "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride"]
 
@@ -413,9 +413,85 @@ def _quads(addrs: Iterable[int], banks: int, bank_bytes: int) -> dict[int, set[i
     return q
 
 
+@dataclass(frozen=True)
+class SharedLoads:
+    """The shared-memory instructions ptxas 13.0 compiles one wmma.load into for sm_90
+    (docs/facts.md; measured on the H200): ``ldsm`` (ldmatrix, its matrices the fragment's
+    distinct registers, ``trans`` for .trans) or ``lds`` of ``width`` bytes a thread; ``movm``
+    register-matrix transposes after the loads (the loads then read the other layout's
+    pattern)."""
+
+    kind: str
+    width: int = 16
+    trans: bool = False
+    movm: int = 0
+
+
+def wmma_shared_loads(ins: Instr | str) -> SharedLoads:
+    """How a wmma.load from shared memory runs on sm_90 (:class:`SharedLoads`)."""
+    ins = _ins(ins)
+    if ins.op != "wmma.load":
+        raise ModelError(f"wmma_shared_loads: {ins.op} is not wmma.load")
+    bits = WMMA_BITS[ins.type]
+    if ins.frag in ("a", "b"):
+        trans = (ins.frag == "a") == (ins.layout == "col")
+        if bits == 16 or bits < 8 or (bits == 8 and not trans):
+            return SharedLoads("ldsm", trans=trans and bits == 16)
+        return SharedLoads("lds", {8: 1, 32: 4, 64: 8}[bits])
+    # accumulators: the layout the fragment's registers follow is "natural" (m8n32k16 is the
+    # transpose of m32n8k16)
+    natural = ins.layout == ("col" if ins.shape == "m8n32k16" else "row")
+    if bits == 16:
+        return SharedLoads("lds", 4, movm=0 if natural else ins.nregs)
+    return SharedLoads("lds", (2 if natural else 1) * bits // 8)
+
+
+def _wmma_wavefronts(ins: Instr, addr: int, stride: int) -> int:
+    plan = wmma_shared_loads(ins)
+    if plan.movm:
+        other = Instr(**{**ins.__dict__, "layout": "row" if ins.layout == "col" else "col"})
+        return _wmma_wavefronts(other, addr, stride) + plan.movm
+    B = layouts.wmma_byte_table(ins)
+    step = stride * WMMA_BITS[ins.type] // 8
+
+    def at(t, w, b):
+        return addr + int(B[t, w, b, 0]) * step + int(B[t, w, b, 1])
+    if plan.kind == "ldsm":
+        # matrix j is register j (8 rows of 16 bytes); the ldmatrix .x1 table says which row
+        # and byte of it thread t's byte b is
+        rows, cols = layouts.wmma_dims(ins.frag, ins.shape)
+        T = layouts.row_table(ptx.parse(f"ldmatrix.sync.aligned.m8n8.x1{'.trans' if plan.trans else ''}"
+                                        ".shared.b16", "sm_90a"))
+        total = 0
+        for j in range(rows * cols * WMMA_BITS[ins.type] // 8 // 128):
+            starts = {int(T[t, 0, b, 0]): at(t, j, b) - int(T[t, 0, b, 1]) for t in range(32) for b in range(4)}
+            total += max(len(v) for v in _quads(starts.values(), 32, 4).values())
+        return total
+    # lds: each thread's aligned chunks of `width` bytes, in memory order, one instruction each;
+    # an instruction serves 128 bytes a phase, each phase its busiest bank's distinct words
+    w = plan.width
+    chunks = [sorted({at(t, k, b) // w * w for k in range(ins.words) for b in range(4)}) for t in range(32)]
+    per_phase = 128 // max(w, 4)
+    total = 0
+    for k in range(len(chunks[0])):
+        for p in range(0, 32, per_phase):
+            words: dict[int, set[int]] = {}
+            for t in range(p, p + per_phase):
+                for off in range(0, max(w, 4), 4):
+                    word = (chunks[t][k] + off) // 4
+                    words.setdefault(word % 32, set()).add(word)
+            total += max(len(v) for v in words.values())
+    return total
+
+
 def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
-               bank_bytes: int = 4) -> int:
-    """Shared-memory cycles an ldmatrix / stmatrix occupies the banks.
+               bank_bytes: int = 4, stride: int | None = None) -> int:
+    """Shared-memory cycles an ldmatrix / stmatrix occupies the banks, or (``"h200"`` only) a
+    wmma.load from shared memory at matrix address ``addr`` with ``stride`` (elements; default:
+    the instruction's, else the leading dimension): the wavefronts of the loads ptxas compiles
+    it into plus one per MOVM (:func:`wmma_shared_loads`; docs/facts.md: every one of 3,872
+    measured forms, strides and offsets on the H200, within 3.5 % where above 2 cycles, the
+    rest issue-bound at most 2.3).
 
     ``"h200"``: per matrix, the largest number of distinct row addresses in one bank quad,
     summed over matrices (docs/facts.md: exact on every measured pattern). ``"packed"``: a
@@ -426,8 +502,18 @@ def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
     ins = _ins(ins)
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
+    if ins.op == "wmma.load":
+        if policy != "h200":
+            raise ModelError("wavefronts: no packed bound for wmma.load yet (h200 only)")
+        if (banks, bank_bytes) != (32, 4):
+            raise ModelError("wavefronts: the wmma.load rule is the H200's (32 banks of 4 bytes)")
+        if isinstance(addr, (list, tuple, np.ndarray)):
+            raise ModelError("wavefronts: wmma.load takes one matrix address")
+        if stride is None:
+            stride = ins.stride if isinstance(ins.stride, int) else wmma_default_stride(ins)
+        return _wmma_wavefronts(ins, int(addr), int(stride))
     if ins.op not in ("ldmatrix", "stmatrix"):
-        raise ModelError(f"wavefronts: no cycle rule for {ins.op} (ldmatrix and stmatrix only)")
+        raise ModelError(f"wavefronts: no cycle rule for {ins.op} (ldmatrix, stmatrix and wmma.load only)")
     reqs = plan(ins, addr)
     if policy == "h200":
         groups: dict[tuple[int, int], list[int]] = {}

@@ -9,8 +9,9 @@ strides and base offsets: the saturated cycles per instruction. ``cuobjdump -sas
 program gives the shared loads each form compiles to (LDSM, LDS, ...). Writes JSON lines:
 
 * ``{"kind": "meta", ...}``: the GPU, the target, the nvcc / ptxas version;
-* ``{"kind": "sass", "instr": ..., "loads": [...]}``: per form, the load instructions of one
-  wmma.load, in program order;
+* ``{"kind": "sass", "instr": ..., "loads": [...], "pipe": [...]}``: per form, the load
+  instructions of one wmma.load in program order, and its other shared-pipe instructions
+  (MOVM transposes, SHFL);
 * ``{"kind": "cost", "instr": ..., "stride": s, "offset": o, "cpi": c}``: per form, stride (in
   elements) and byte offset of the matrix in shared memory, cycles per instruction.
 
@@ -38,8 +39,10 @@ STRIDE_STEPS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16)
 OFFSETS = (0, 32, 64, 96)
 #: Warps of the block and instructions in flight per warp.
 WARPS, UNROLL = 32, 8
-#: Shared-memory load opcodes as cuobjdump prints them.
+#: Shared-memory loads, and the other instructions that use the shared-memory pipe (MOVM, a
+#: register-matrix transpose; SHFL), as cuobjdump prints them.
 LOAD = re.compile(r"\b(LDSM[.\w]*|LDS[.\w]*)\s")
+PIPE = re.compile(r"\b(MOVM[.\w]*|SHFL[.\w]*)\s")
 
 
 def forms():
@@ -150,9 +153,11 @@ def sass_loads(exe: Path, names) -> dict:
     for name, instr in names:
         body = bodies.get(name)
         loads = LOAD.findall(body) if body else []   # the outer loop is kept rolled
+        other = PIPE.findall(body) if body else []
         per = len(loads) // UNROLL if len(loads) % UNROLL == 0 else None
         out[instr] = {"loads": loads[:per] if per else loads, "total": len(loads),
-                      "per_instruction": per}
+                      "per_instruction": per,
+                      "pipe": other[:len(other) // UNROLL] if len(other) % UNROLL == 0 else other}
     return out
 
 
