@@ -486,12 +486,13 @@ def _wmma_wavefronts(ins: Instr, addr: int, stride: int) -> int:
 
 def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
                bank_bytes: int = 4, stride: int | None = None) -> int:
-    """Shared-memory cycles an ldmatrix / stmatrix occupies the banks, or (``"h200"`` only) a
-    wmma.load from shared memory at matrix address ``addr`` with ``stride`` (elements; default:
-    the instruction's, else the leading dimension): the wavefronts of the loads ptxas compiles
-    it into plus one per MOVM (:func:`wmma_shared_loads`; docs/facts.md: every one of 3,872
-    measured forms, strides and offsets on the H200, within 3.5 % where above 2 cycles, the
-    rest issue-bound at most 2.3).
+    """Shared-memory cycles an ldmatrix / stmatrix occupies the banks, or a wmma.load from
+    shared memory at matrix address ``addr`` with ``stride`` (elements; default: the
+    instruction's, else the leading dimension). wmma.load, ``"h200"``: the wavefronts of the
+    loads ptxas compiles it into plus one per MOVM (:func:`wmma_shared_loads`; docs/facts.md:
+    every one of 3,872 measured forms, strides and offsets on the H200, within 3.5 % where above
+    2 cycles, the rest issue-bound at most 2.3); ``"packed"``: the busiest bank quad's distinct
+    16-byte rows over the whole fragment (one access per distinct row and quad, 128 B/clk).
 
     ``"h200"``: per matrix, the largest number of distinct row addresses in one bank quad,
     summed over matrices (docs/facts.md: exact on every measured pattern). ``"packed"``: a
@@ -503,14 +504,19 @@ def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
     if ins.op == "wmma.load":
-        if policy != "h200":
-            raise ModelError("wavefronts: no packed bound for wmma.load yet (h200 only)")
-        if (banks, bank_bytes) != (32, 4):
-            raise ModelError("wavefronts: the wmma.load rule is the H200's (32 banks of 4 bytes)")
         if isinstance(addr, (list, tuple, np.ndarray)):
             raise ModelError("wavefronts: wmma.load takes one matrix address")
         if stride is None:
             stride = ins.stride if isinstance(ins.stride, int) else wmma_default_stride(ins)
+        if policy == "packed":
+            # the whole fragment gathered at one access per distinct 16-byte row and bank quad
+            B = layouts.wmma_byte_table(ins)
+            step = int(stride) * WMMA_BITS[ins.type] // 8
+            rows = {(int(addr) + int(line) * step + int(byte)) // layouts.ROW_BYTES * layouts.ROW_BYTES
+                    for line, byte in B.reshape(-1, 2)}
+            return max(len(v) for v in _quads(rows, banks, bank_bytes).values())
+        if (banks, bank_bytes) != (32, 4):
+            raise ModelError("wavefronts: the wmma.load rule is the H200's (32 banks of 4 bytes)")
         return _wmma_wavefronts(ins, int(addr), int(stride))
     if ins.op not in ("ldmatrix", "stmatrix"):
         raise ModelError(f"wavefronts: no cycle rule for {ins.op} (ldmatrix, stmatrix and wmma.load only)")

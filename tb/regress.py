@@ -4,9 +4,9 @@
 and back-pressure on the streams.
 
 Expected values come from the model (tensorlsu.sim.model), itself checked against the H200
-vectors: data, error beats, and the bank cycles against ``model.wavefronts``. wmma.load has no
-measured cycle rule; its bank cycles are checked against the busiest bank quad of each pass's
-chunk addresses (the packing the unit promises for wmma).
+vectors: data, error beats, and the bank cycles against ``model.wavefronts``. The unit does not
+take the model's wmma.load cycles yet: its bank cycles are checked against the busiest bank quad
+of each pass's chunk addresses (the packing the unit promises for wmma).
 
     python tb/regress.py --n 2000 --sim verilator --policy packed --seed 3
 """

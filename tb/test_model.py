@@ -341,8 +341,8 @@ def test_wavefronts_rule():
     assert model.wavefronts(x4, spread) == 4
     with pytest.raises(ValueError, match="unknown policy"):
         model.wavefronts(x4, free, "fast")
-    with pytest.raises(ModelError, match="no packed bound for wmma.load"):
-        model.wavefronts(P("wmma.load.c.sync.aligned.row.m16n16k16.f32", "sm_90a"), 0, "packed")
+    with pytest.raises(ModelError, match="one matrix address"):
+        model.wavefronts(P("wmma.load.c.sync.aligned.row.m16n16k16.f32", "sm_90a"), free)
 
 
 def test_wavefronts_m16n16_counts_8_row_groups():
