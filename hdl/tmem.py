@@ -3,16 +3,17 @@
 Tensor Memory is 128 lanes × ``columns`` 32-bit columns; warp ``w`` of a warpgroup reaches only
 lanes ``32 (w mod 4)`` … ``+31``, so each quadrant is its own memory with its own ports, and
 four warps run at once. A quadrant's memory holds one *column* of its 32 lanes per word (1024
-bits), in two banks by column parity, each with two ports: every register of every form
-touches the same columns in all its lanes, so one step reads or writes up to four whole
-columns, two groups of one or two adjacent columns (:mod:`tensorlsu.hdl.tmem_plan`).
+bits), in two banks by column parity (``TmemParams.banks``; or one), each with two ports:
+every register of every form touches the same columns in all its lanes, so one step reads or
+writes up to four whole columns, two groups of one column or two of opposite offset parity
+(:mod:`tensorlsu.hdl.tmem_plan`).
 
 ======  ============  ===========================================================
 stage   component     what it does
 ======  ============  ===========================================================
 —       TmemCheck     checks the instruction, decodes its class (latency 0)
 S       TmemSteps     walks the instruction's steps, gives the column addresses
-M       Memory        two banks by column parity, two read-or-write ports each
+M       Memory        banks by column parity, two read-or-write ports each
 A, P    TmemGather    load: aligns a step's columns to the form's lanes (A), places them
                       into the beat's registers (P)
 —, W    TmemScatter   store: places the held beat's registers into a step's columns; the
@@ -26,9 +27,9 @@ cycle after its last step's words were placed (x1: four cycles from acceptance).
 A beat of one or two registers every one or two steps (:func:`~tensorlsu.hdl.tmem_plan.plan`);
 a ``.red`` load adds one ``redval`` beat. Stores: the store port's registers are collected into
 beats of two (a pending beat fills while the held one is written over its steps); one
-completion beat follows the last write. The next instruction is taken once a load's steps
-have all issued (its beats follow the load's), or once a store or refusal has ended; a refused
-one gives one beat (its error) after its store beats, and touches nothing.
+completion beat follows the last write. The next instruction is taken in the cycle a load's
+last step issues (its beats follow the load's), or once a store or refusal has ended; a
+refused one gives one beat (its error) after its store beats, and touches nothing.
 
 Assumptions: ``columns`` is a power of two from 32 to 512. Fill and dump are taken only while
 no instruction is in flight (they use port 1 of the column's bank) and go before an
@@ -138,8 +139,8 @@ class TmemQuadrant(wiring.Component):
 
         # -- the instructions in flight ----------------------------------------------------
         # The issue side (steps, store beats, writes) serves the newest instruction; the result
-        # side serves the oldest one whose beats have not all left. A load whose steps have all
-        # issued lets the next instruction in while its last beats drain (``queued``: that next
+        # side serves the oldest one whose beats have not all left. A load lets the next
+        # instruction in with its last step, while its last beats drain (``queued``: that next
         # one waits for the result side); stores and refusals hold the issue side to their end.
         busy, store, refusing = Signal(), Signal(), Signal()   # refusing: drain, then one beat
         queued = Signal()
