@@ -84,8 +84,11 @@ def bench_patterns(sim: str, policy: str, rng: random.Random):
                 "instr": f"wmma {ins.frag}.{ins.layout}.{ins.shape}.{ins.type}", "pattern": name,
                 "policy": policy, "cpi": round(cpi, 2),
                 "bytes_per_clk": round(inf.lines * inf.line_bytes / cpi, 1),
-                # no measured H200 rule: the unit's (busiest quad per 8-chunk group)
-                "h200_rule": wmma_cycles(inf, 0, addr, GROUP_ROWS), "packed_bound": _wmma_bound(inf, addr),
+                # the H200's measured rule and the packed bound (model); the unit's own rule
+                # (busiest quad per 8-chunk group), which it takes today
+                "h200_rule": model.wavefronts(ins, 0, "h200", stride=addr),
+                "packed_bound": model.wavefronts(ins, 0, "packed", stride=addr),
+                "unit_rule": wmma_cycles(inf, 0, addr, GROUP_ROWS),
                 "latency": b[0]["done"] - b[0]["accepted"], "bank_cycles": b[0]["cycles"],
             })
             continue
@@ -195,14 +198,6 @@ def plot_tmem(rows, path: Path):
     axes[0].set_ylabel("bytes per clock")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-
-
-def _wmma_bound(inf, stride: int) -> int:
-    """Fewest cycles for a wmma.load at address 0: one 128-byte line per cycle, the busiest
-    bank quad's distinct rows (over the whole fragment), one result register per cycle."""
-    rows = {(line * stride * inf.bits // 8) // 16 + chunk for p in inf.passes for line, chunk in p}
-    per = [sum(1 for r in rows if r % 8 == q) for q in range(8)]
-    return max(-(-len(rows) // 8), max(per), inf.nregs)
 
 
 def sim_speed(sim: str, n: int = 400) -> dict:
