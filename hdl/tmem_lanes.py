@@ -3,11 +3,11 @@
 A 16-lane form (16x64b, 16x128b, 16x256b, 16x32bx2) reaches lanes ``lane_off`` …
 ``lane_off + 15`` of the quadrant, where ``lane_off`` is taddr's lane from the quadrant's
 first (0 … 16); its schedule numbers them 0 … 15 (*virtual* lanes). 32x32b spans all 32 lanes
-from the first (lane_off 0). Combinational helpers, no state: a logarithmic shifter by whole lanes, one
-stage of two-way multiplexers per bit of the offset (about 90 lane multiplexers a word instead
-of 16 lanes × 16 for a 17-way multiplexer a lane), never a shifter over the bits of the word (a
-barrel shifter over 1,024 bits is what a variable word select becomes in synthesis and in
-proofs).
+from the first (lane_off 0). Combinational helpers, no state: a logarithmic shifter by whole
+lanes, one stage of two-way multiplexers per bit of the offset (about 90 lane multiplexers a
+word instead of 16 lanes × 16 for a 17-way multiplexer a lane), never a shifter over the bits
+of the word (a barrel shifter over 1,024 bits is what a variable word select becomes in
+synthesis and in proofs).
 """
 
 from __future__ import annotations

@@ -70,8 +70,8 @@ class Cell:
 @dataclass(frozen=True)
 class Step:
     """The (column offset, half) each access of a step serves; None: the access is idle.
-    Accesses ``2g`` and ``2g + 1`` are a group: column ``(off, half)`` and ``(off + 1, half)``,
-    or the first alone."""
+    With two banks, accesses ``2g`` and ``2g + 1`` are a group: two columns of one half whose
+    offsets differ in parity, or the first alone."""
 
     ports: tuple[tuple[int, int] | None, ...]
 

@@ -74,7 +74,10 @@ def _draw(args) -> int:
         if args.addr is None:
             grid = draw.layout(ins)
         else:
-            addr = [int(x, 0) for x in args.addr.split(",")]
+            try:
+                addr = [int(x, 0) for x in args.addr.split(",")]
+            except ValueError:
+                raise ValueError(f"--addr {args.addr!r}: expected comma-separated integers") from None
             grid = draw.schedule(ins, addr, args.policy)
         out = args.out or "".join(ch if ch.isalnum() else "_" for ch in ins.form) + ".svg"
         draw.save(grid, out)

@@ -86,6 +86,8 @@ def schedule(ins: Instr, addr, policy: str = "h200") -> Grid:
     left first). Under ``h200`` the cycles are ``model.wavefronts``'s; under ``packed`` they
     reach its bound when the rows are distinct (repeated rows can need more: the title says so).
     """
+    if ins.op not in ("ldmatrix", "stmatrix"):
+        raise ValueError(f"draw: bank schedules are drawn for ldmatrix and stmatrix, not {ins.op}")
     reqs = model.plan(ins, addr)
     quads = (32 * 4) // layouts.ROW_BYTES
     cells: dict = {}

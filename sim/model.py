@@ -8,6 +8,7 @@ rules, Tensor Memory lanes outside the warp's quadrant, columns beyond the last 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -17,8 +18,8 @@ from . import layouts, ptx
 from .decompress import decompress
 from .ptx import WMMA_BITS, Instr
 
-__all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld",
-           "tcgen05_st", "tmem_image",
+__all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "ldmatrix",
+           "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tmem_image",
            "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride"]
 
 #: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).
@@ -207,15 +208,13 @@ def _wmma_offsets(ins: Instr, stride: int) -> np.ndarray:
     return elem * WMMA_BITS[ins.type]
 
 
-def wmma_load(ins: Instr | str, mem: Memory, addr: int, stride: int | None = None) -> np.ndarray:
-    """Registers ``uint32[32, words]`` of a wmma.load (a .f64 register is two words, low first)."""
-    ins = _ins(ins)
-    if ins.op != "wmma.load":
-        raise ModelError(f"wmma_load() cannot run {ins.op}")
-    if not isinstance(mem, Memory):
-        raise ModelError("wmma_load: mem must be a model.Memory")
+def _wmma_operands(ins: Instr, addr, stride) -> tuple[int, int]:
+    """The matrix address and stride (elements; default: the instruction's, else the leading
+    dimension) of a wmma.load, checked as the hardware takes them."""
     bits = WMMA_BITS[ins.type]
     name = f"wmma.load.{ins.frag}"
+    if isinstance(addr, (list, tuple, np.ndarray)):
+        raise ModelError(f"{name} takes one matrix address, not a list")
     if stride is None:
         stride = ins.stride if isinstance(ins.stride, int) else wmma_default_stride(ins)
     stride, addr = int(stride), int(addr)
@@ -231,6 +230,18 @@ def wmma_load(ins: Instr | str, mem: Memory, addr: int, stride: int | None = Non
     if (stride * bits) % grain:
         raise ModelError(f"{name}: stride {stride} elements of .{ins.type} is "
                          f"{stride * bits / 8:g} bytes, not a multiple of {grain // 8}")
+    return addr, stride
+
+
+def wmma_load(ins: Instr | str, mem: Memory, addr: int, stride: int | None = None) -> np.ndarray:
+    """Registers ``uint32[32, words]`` of a wmma.load (a .f64 register is two words, low first)."""
+    ins = _ins(ins)
+    if ins.op != "wmma.load":
+        raise ModelError(f"wmma_load() cannot run {ins.op}")
+    if not isinstance(mem, Memory):
+        raise ModelError("wmma_load: mem must be a model.Memory")
+    bits = WMMA_BITS[ins.type]
+    addr, stride = _wmma_operands(ins, addr, stride)
     off = _wmma_offsets(ins, stride)
     span = (int(off.max()) + bits + 7) // 8
     img, base, _ = mem.resolve(ins.space, addr, span)
@@ -449,7 +460,7 @@ def wmma_shared_loads(ins: Instr | str) -> SharedLoads:
 def _wmma_wavefronts(ins: Instr, addr: int, stride: int) -> int:
     plan = wmma_shared_loads(ins)
     if plan.movm:
-        other = Instr(**{**ins.__dict__, "layout": "row" if ins.layout == "col" else "col"})
+        other = dataclasses.replace(ins, layout="row" if ins.layout == "col" else "col")
         return _wmma_wavefronts(other, addr, stride) + plan.movm
     B = layouts.wmma_byte_table(ins)
     step = stride * WMMA_BITS[ins.type] // 8
@@ -504,20 +515,17 @@ def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
     if ins.op == "wmma.load":
-        if isinstance(addr, (list, tuple, np.ndarray)):
-            raise ModelError("wavefronts: wmma.load takes one matrix address")
-        if stride is None:
-            stride = ins.stride if isinstance(ins.stride, int) else wmma_default_stride(ins)
+        addr, stride = _wmma_operands(ins, addr, stride)
         if policy == "packed":
             # the whole fragment gathered at one access per distinct 16-byte row and bank quad
             B = layouts.wmma_byte_table(ins)
-            step = int(stride) * WMMA_BITS[ins.type] // 8
-            rows = {(int(addr) + int(line) * step + int(byte)) // layouts.ROW_BYTES * layouts.ROW_BYTES
+            step = stride * WMMA_BITS[ins.type] // 8
+            rows = {(addr + int(line) * step + int(byte)) // layouts.ROW_BYTES * layouts.ROW_BYTES
                     for line, byte in B.reshape(-1, 2)}
             return max(len(v) for v in _quads(rows, banks, bank_bytes).values())
         if (banks, bank_bytes) != (32, 4):
             raise ModelError("wavefronts: the wmma.load rule is the H200's (32 banks of 4 bytes)")
-        return _wmma_wavefronts(ins, int(addr), int(stride))
+        return _wmma_wavefronts(ins, addr, stride)
     if ins.op not in ("ldmatrix", "stmatrix"):
         raise ModelError(f"wavefronts: no cycle rule for {ins.op} (ldmatrix, stmatrix and wmma.load only)")
     reqs = plan(ins, addr)

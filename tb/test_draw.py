@@ -109,3 +109,7 @@ def test_cli(tmp_path, capsys):
     assert "tensorlsu draw" in capsys.readouterr().err
     assert cli.main(["draw", "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "--out", str(tmp_path / "x.txt")]) == 2
     assert cli.main(["draw", "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "--addr", "0,8"]) == 2
+    assert cli.main(["draw", "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "--addr", "0,x"]) == 2
+    assert "expected comma-separated integers" in capsys.readouterr().err
+    assert cli.main(["draw", "tcgen05.ld.sync.aligned.32x32b.x1.b32", "--addr", "0"]) == 2
+    assert "drawn for ldmatrix and stmatrix, not tcgen05.ld" in capsys.readouterr().err

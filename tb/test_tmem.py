@@ -225,12 +225,8 @@ def test_step_table_is_the_layout_table(banks):
         for p in range(pl.periods):
             for v in rows:
                 for move in v.moves:
-                    if op == "tcgen05.ld":
-                        (slot, t, piece), (port, lane) = move
-                        r = p * pl.period_regs + v.regs[slot]
-                    else:
-                        (port, lane), (slot, t, piece) = move
-                        r = p * pl.period_regs + v.regs[slot]
+                    (slot, t, piece), (port, lane) = move if op == "tcgen05.ld" else move[::-1]
+                    r = p * pl.period_regs + v.regs[slot]
                     off, half = v.ports[port]
                     key = (r, t, piece)
                     assert key not in seen, f"{ins.form}: register {r} thread {t} piece {piece} twice"

@@ -52,7 +52,16 @@ def test_cycles_are_the_h200s():
 def test_examples_and_refusals():
     a = ptx.parse("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16", "sm_90a")
     assert [model.wavefronts(a, 0, stride=s) for s in (16, 24, 32)] == [8, 4, 16]
+    # packed: the 16 lines × 2 chunks are 16-byte rows 2r + c, 3r + c, 4r + c for 32-, 48- and
+    # 64-byte lines: evenly over the 8 quads (4 each) for the first two, on 4 quads (8 each)
     assert [model.wavefronts(a, 0, "packed", stride=s) for s in (16, 24, 32)] == [4, 4, 8]
+    for policy in ("h200", "packed"):
+        with pytest.raises(ModelError, match="0x10 is not 32-byte"):
+            model.wavefronts(a, 16, policy)
+        with pytest.raises(ModelError, match="stride 8 is below the matrix's leading dimension 16"):
+            model.wavefronts(a, 0, policy, stride=8)
+        with pytest.raises(ModelError, match="stride 20 elements of .f16 is 40 bytes, not a multiple of 16"):
+            model.wavefronts(a, 0, policy, stride=20)
     with pytest.raises(ModelError, match="one matrix address"):
         model.wavefronts(a, [0] * 32)
 
