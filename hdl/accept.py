@@ -9,8 +9,9 @@ from amaranth.lib.wiring import In, Out
 from .check import InstrCheck
 from .chunks import ChunkAddresses
 from .decode import FormDecoder
-from .params import GROUP_ROWS, Params
+from .params import GROUP_ROWS, Params, Policy
 from .records import Error, consts_layout, instr_layout, pass_layout
+from .wmma_cost import WmmaCost
 
 __all__ = ["AcceptStage"]
 
@@ -19,7 +20,9 @@ class AcceptStage(wiring.Component):
     """Accept stage, prefix ``a_``: takes an instruction from the instruction port, checks it
     (:class:`~tensorlsu.hdl.check.InstrCheck`), decodes its form's constants once
     (:class:`~tensorlsu.hdl.decode.FormDecoder`) and hands it to the pass queue as one or two
-    checked passes (a wmma.load of 64 chunks has two), each with its slots' addresses.
+    checked passes (a wmma.load of 64 chunks has two), each with its slots' addresses; under
+    ``"h200"`` a wmma.load's last pass also carries the bank cycles the H200 takes for it
+    (:class:`~tensorlsu.hdl.wmma_cost.WmmaCost`).
 
     Latency: a pass is offered the cycle after the instruction is accepted; an stmatrix of
     more than 8 rows takes one more cycle for its overlap check. A new instruction is
@@ -88,6 +91,11 @@ class AcceptStage(wiring.Component):
                      out.payload.consts.eq(a_consts)]
         m.d.comb += [out.payload.addr[i].eq(Mux(a_consts.wmma, chunks.addr[i], a_addr[i][:aw]))
                      for i in range(R)]
+        if p.schedule is Policy.H200:
+            # the instruction's bank cycles as the H200 pays them, on its last pass
+            cost = m.submodules.cost = WmmaCost()
+            m.d.comb += [cost.form.eq(a_form), cost.base.eq(a_addr[0]), cost.stride_bytes.eq(a_stride_bytes),
+                         out.payload.cost.eq(Mux(a_pass == a_consts.lastpass, cost.cycles, 0))]
 
         with m.If(self.instr.valid & self.instr.ready):
             m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(check.error),

@@ -510,8 +510,9 @@ class RtlBackend:
                     produced[k] = {"regs": [list(x) for x in zip(*res["beats"])],
                                    "wavefronts": res["cycles"]}
                 elif rec.ins.op == "wmma.load":
-                    # no wavefront rule for wmma.load: the bank cycles are not reported
                     produced[k] = {"regs": [list(x) for x in zip(*res["beats"])]}
+                    if rec.ins.space == "shared":     # the bank rule is shared memory's
+                        produced[k]["wavefronts"] = res["cycles"]
                 else:
                     from tensorlsu.sim.trace import emitted_image
                     n = len(bytes.fromhex(job["image"])) or self.smem_bytes

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from tensorlsu.sim import layouts, ptx
+from tensorlsu.sim import layouts, model, ptx
 from tensorlsu.sim.model import GROUP_ROWS
 from tensorlsu.sim.ptx import WMMA_BITS, WMMA_SHAPES, Instr
 
@@ -87,16 +87,39 @@ def form_id(ins: Instr) -> int:
         raise ValueError(f"the load/store unit has no form {ins.form}") from None
 
 
-def _passes(bt: np.ndarray) -> tuple[list[tuple[tuple[int, int], ...]], list[int], np.ndarray]:
-    """Chunks into slots, pass by pass: each beat's chunks, sorted, take the next free slots
-    (a beat that re-reads chunks of an earlier beat takes none), so every beat reads one
-    contiguous run of slots and beats of the same shape share one shuffle pattern. A pass
-    ends when the next beat's chunks no longer fit."""
+def _issue_order(ins: Instr) -> dict[tuple[int, int], int]:
+    """Chunk ``(line, k)`` → the first wavefront group of the H200's loads that touches it
+    (:func:`tensorlsu.sim.model.wmma_wavefront_groups`). Slots filled in this order put the
+    chunks of one group in one 8-slot window, so that the unit's h200 windows never take more
+    cycles than the H200's groups (tb/test_wmma_cost.py checks every form and address residue)."""
+    lines, line_bytes = layouts.wmma_lines(ins)
+    rows, cols = layouts.wmma_dims(ins.frag, ins.shape)
+    least = cols if ins.layout == "row" else rows
+    stride = least * 64                     # lines far apart: a word names one chunk
+    step = stride * WMMA_BITS[ins.type] // 8
+    first: dict[int, int] = {}
+    for g, words in enumerate(model.wmma_wavefront_groups(ins, 0, stride)):
+        for word in words:
+            first.setdefault(word, g)
+    chunk_words = CHUNK // 4
+    return {(line, k): min((first[w] for w in range((line * step + CHUNK * k) // 4,
+                                                     (line * step + CHUNK * k) // 4 + chunk_words) if w in first),
+                           default=len(first))
+            for line in range(lines) for k in range(-(-line_bytes // CHUNK))}
+
+
+def _passes(bt: np.ndarray, order: dict[tuple[int, int], int]) -> tuple[list[tuple[tuple[int, int], ...]], list[int],
+                                                                     np.ndarray]:
+    """Chunks into slots, pass by pass: each beat's chunks, in ``order`` (then by line and
+    chunk), take the next free slots (a beat that re-reads chunks of an earlier beat takes
+    none), so every beat reads one contiguous run of slots and beats of the same shape share
+    one shuffle pattern. A pass ends when the next beat's chunks no longer fit."""
     words = bt.shape[1]
     passes, beat_pass = [[]], []
     table = np.zeros(bt.shape, dtype=np.int16)
     for w in range(words):
-        chunks = sorted({(int(l), int(p) // CHUNK) for l, p in bt[:, w].reshape(-1, 2)})
+        chunks = sorted({(int(l), int(p) // CHUNK) for l, p in bt[:, w].reshape(-1, 2)},
+                        key=lambda c: (order[c], c))
         slots = passes[-1]
         new = [c for c in chunks if c not in slots]
         if new and len(new) != len(chunks):
@@ -138,7 +161,7 @@ class FormInfo:
             #: the stride (elements) must be a multiple of this: 16 bytes, or the whole
             #: leading dimension where that is narrower (the model's rule)
             self.stride_grain = min(8 * CHUNK // self.bits, self.least)
-            self.passes, self.beat_pass, self.table = _passes(layouts.wmma_byte_table(ins))
+            self.passes, self.beat_pass, self.table = _passes(layouts.wmma_byte_table(ins), _issue_order(ins))
         else:
             self.src_fmt = ins.src_fmt
             self.rows_per_matrix = layouts.rows_per_matrix(ins)

@@ -79,7 +79,7 @@ def fill_layout(p: Params) -> data.StructLayout:
 
 
 #: The constants that differ between the two passes of a two-pass wmma.load.
-PER_PASS = ("used", "pend", "lastwin", "blocks", "need0", "rest0")
+PER_PASS = ("used", "pend", "final", "lastwin", "blocks", "need0", "rest0")
 
 
 def consts_layout(p: Params) -> data.StructLayout:
@@ -88,15 +88,15 @@ def consts_layout(p: Params) -> data.StructLayout:
     ``valid``: the form id names a form; ``load``: ldmatrix or wmma.load; ``wmma``;
     ``used``: the slots the pass fills; ``nregs``: registers (result or store beats);
     ``fmt``: decompressor code; ``pend``: the pass's last result beat; ``lastpass``: the
-    instruction's last pass; ``lastwin``: the pass's last window; ``align``: ring alignment
-    (blocks − 1) of its first block; ``blocks``: ring blocks it fills; ``need0``: the slots its
+    index of the instruction's last pass; ``final``: this pass is that one; ``lastwin``: the
+    pass's last window; ``align``: ring alignment (blocks − 1) of its first block; ``blocks``: ring blocks it fills; ``need0``: the slots its
     first beat reads; ``rest0``: the blocks its beats read; ``lastbeat``: the instruction's
     last result beat (a store: 0, its completion beat).
     """
     R, nb = p.lanes, p.row_blocks
     return data.StructLayout({
         "valid": 1, "load": 1, "wmma": 1, "used": unsigned(R), "nregs": range(R + 1),
-        "fmt": unsigned(FMT_BITS), "pend": range(R + 1), "lastpass": 1,
+        "fmt": unsigned(FMT_BITS), "pend": range(R + 1), "lastpass": 1, "final": 1,
         "lastwin": range(p.windows), "align": range(nb), "blocks": range(nb + 1),
         "need0": unsigned(R), "rest0": unsigned(R // BLOCK), "lastbeat": range(R)})
 
@@ -104,10 +104,12 @@ def consts_layout(p: Params) -> data.StructLayout:
 def pass_layout(p: Params) -> data.StructLayout:
     """A checked pass: its form, the error the checks found (``ovl``: the stmatrix overlap
     check found two threads on one row; it becomes :attr:`Error.OVERLAP` when the queue hands
-    the pass on), its constants and the shared-memory offset of each slot (a row of an
-    ldmatrix / stmatrix, a 16-byte chunk of a wmma.load)."""
+    the pass on), its constants, ``cost``: the bank cycles the instruction takes at least, on
+    its last pass (under ``"h200"`` a wmma.load's as the H200 pays them,
+    :class:`~tensorlsu.hdl.wmma_cost.WmmaCost`; otherwise 0), and the shared-memory offset of
+    each slot (a row of an ldmatrix / stmatrix, a 16-byte chunk of a wmma.load)."""
     return data.StructLayout({"form": unsigned(FORM_BITS), "err": Error, "ovl": 1,
-                              "consts": consts_layout(p),
+                              "consts": consts_layout(p), "cost": unsigned(CYCLE_BITS),
                               "addr": data.ArrayLayout(unsigned(p.smem_addr_bits), p.lanes)})
 
 
@@ -130,12 +132,13 @@ class ProgressSignature(wiring.Signature):
     """What the bank stage tells the result entries each cycle, from the bank stage's side.
 
     ``buf``: the entry the bank stage fills; ``count``: the banks worked for it this cycle;
-    ``stored``: its stmatrix rows are all written (its completion beat may leave);
+    ``finished``: the bank stage is done with its pass (a load's rows are read, a store's
+    written, and the pass's ``cost`` is spent): its last beat may leave;
     ``land`` / ``land_rows``: rows landing in the row buffer (:func:`land_layout`).
     """
 
     def __init__(self, p: Params):
-        super().__init__({"buf": Out(range(ENTRIES)), "count": Out(1), "stored": Out(1),
+        super().__init__({"buf": Out(range(ENTRIES)), "count": Out(1), "finished": Out(1),
                           "land": Out(land_layout(p)),
                           # one signal per slot: each row wakes only its own slots' logic
                           "land_rows": Out(unsigned(ROW_BITS)).array(p.window)})

@@ -34,8 +34,10 @@ class ResultStage(wiring.Component):
     slot ``(8 · start + s) mod (8 · row_blocks)``. A load's beat leaves as soon as the rows it
     reads have landed: the slots the head's next beat reads (``need``) and the blocks its
     remaining beats read (``rest``) are kept per entry and decoded one beat ahead, so that the
-    result's valid is a comparison of registers. A store gives one completion beat once its
-    rows are written; a refused instruction gives its beats at once, with the error and zero
+    result's valid is a comparison of registers. A pass's last beat also waits for the bank
+    stage to finish the pass (``progress.finished``: an h200 wmma.load may hold the banks
+    after its reads), so that its cycle count is final. A store gives one completion beat once
+    its rows are written; a refused instruction gives its beats at once, with the error and zero
     data.
 
     Latency: a beat whose rows landed in cycle ``t`` (written at the end of ``t``) may leave
@@ -88,7 +90,7 @@ class ResultStage(wiring.Component):
         self._rest = [Signal(R // BLOCK, name=f"e{b}_rest") for b in range(ENTRIES)]
         self._landed = [Signal(R, name=f"e{b}_landed") for b in range(ENTRIES)]
         self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(ENTRIES)]
-        self._stored = Signal(ENTRIES, name="e_stored")
+        self._finished = Signal(ENTRIES, name="e_finished")
         rowbuf = [Signal(ROW_BITS, name=f"e_row{i}", reset_less=True) for i in range(BLOCK * NB)]
         valid, head, tail = Signal(ENTRIES, name="e_valid"), Signal(range(ENTRIES), name="e_head"), \
             Signal(range(ENTRIES), name="e_tail")
@@ -106,7 +108,7 @@ class ResultStage(wiring.Component):
                     with m.Case(b):
                         m.d.sync += [e[b].form.eq(tk.pass_.form), e[b].err.eq(tk.pass_.err),
                                      e[b].start.eq(tk.start), self._landed[b].eq(0), self._cycles[b].eq(0),
-                                     self._stored[b].eq(0), self._need[b].eq(c.need0),
+                                     self._finished[b].eq(0), self._need[b].eq(c.need0),
                                      self._rest[b].eq(c.rest0)]
                         m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                      for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
@@ -139,8 +141,8 @@ class ResultStage(wiring.Component):
             for b in range(ENTRIES):
                 with m.Case(b):
                     m.d.sync += self._landed[b].eq(self._landed[b] | land_all)
-        with m.If(pr.stored):
-            m.d.sync += self._stored.bit_select(pr.buf, 1).eq(1)
+        with m.If(pr.finished):
+            m.d.sync += self._finished.bit_select(pr.buf, 1).eq(1)
 
     def _beats(self, m, rowbuf, valid, head, e_clr):
         """The head entry's result beats."""
@@ -181,11 +183,15 @@ class ResultStage(wiring.Component):
                              entry_end.eq(last)]
             with m.Elif(h.load):
                 # the bank-cycle count is final (and reported) on the last beat only
-                m.d.comb += [self.result.valid.eq((h_landed & need) == need), res.data.eq(shuf.out),
+                # the pass's last beat also waits for the bank stage to finish it (an h200
+                # wmma.load's cost may outlast its reads), so its cycle count is final
+                finished = self._finished.bit_select(head, 1)
+                m.d.comb += [self.result.valid.eq(((h_landed & need) == need) & (finished | (beat != h.pend))),
+                             res.data.eq(shuf.out),
                              res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == h.lastbeat),
                              entry_end.eq(beat == h.pend)]
             with m.Else():
-                m.d.comb += [self.result.valid.eq(self._stored.bit_select(head, 1)), res.cycles.eq(reported),
+                m.d.comb += [self.result.valid.eq(self._finished.bit_select(head, 1)), res.cycles.eq(reported),
                              last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
         with m.If(self.result.valid & self.result.ready):

@@ -13,7 +13,7 @@ from .decompress import Decompressor
 from .forms import BLOCK
 from .mux import mux_tree
 from .params import GROUP_ROWS, ROW_BITS, ROW_BYTES, Params
-from .records import ENTRIES, FMT_BITS, FORM_BITS, Error, ProgressSignature, TakeSignature
+from .records import CYCLE_BITS, ENTRIES, FMT_BITS, FORM_BITS, Error, ProgressSignature, TakeSignature
 from .scheduler import BankScheduler
 from .shuffle import StoreShuffle
 
@@ -42,6 +42,12 @@ class BankStage(wiring.Component):
     is served; whether the window is empty and whether two of its rows want different lines
     of one quad (it takes more than a cycle) are registers too, so the window's end is a gate
     after the go-ahead.
+
+    A pass with a ``cost`` (a wmma.load's last pass under ``"h200"``: the H200's bank cycles)
+    holds the banks after its last window until the instruction has taken that many cycles
+    (its passes' cycles together), counting them as bank cycles: the unit's windows never take
+    more than the H200's (tb/test_wmma_cost.py), so the instruction takes exactly the H200's
+    count.
 
     Priorities: a take overrides a window's step, which overrides nothing else. This
     implementation assumes a store's rows are distinct (the accept stage refuses others) and
@@ -90,12 +96,19 @@ class BankStage(wiring.Component):
         s["ok"], s["served"] = Signal(name="f_win_ok"), Signal(W, name="f_served")
         s["done"], s["granted"] = Signal(name="f_win_done"), Signal(name="f_any_grant")
         s["finish"] = Signal(name="f_finish")
+        # the instruction's bank cycles so far (over its passes), and the least it takes
+        s["spent"], s["cost"] = Signal(CYCLE_BITS, name="f_spent"), Signal(CYCLE_BITS, name="f_cost")
+        s["final"], s["count"] = Signal(name="f_final"), Signal(name="f_count")
         self._window(m, xbar)
         pre = self._stores(m, xbar)
         self._landing(m, xbar)
         m.d.comb += [self.busy.eq(s["valid"]), self.free.eq(~s["valid"] | s["finish"]),
-                     self.progress.buf.eq(s["buf"]), self.progress.count.eq(s["granted"]),
-                     self.progress.stored.eq(s["finish"] & ~s["load"])]
+                     self.progress.buf.eq(s["buf"]), self.progress.count.eq(s["count"]),
+                     self.progress.finished.eq(s["finish"])]
+        with m.If(s["finish"] & s["final"]):
+            m.d.sync += s["spent"].eq(0)
+        with m.Elif(s["count"]):
+            m.d.sync += s["spent"].eq(s["spent"] + 1)
         with m.If(s["valid"]):
             m.d.sync += s["pending"].eq(Mux(self.advance, s["pending"] >> W,
                                             s["pending"] & ~Cat(s["served"], C(0, R - W))))
@@ -105,6 +118,7 @@ class BankStage(wiring.Component):
             c = tk.pass_.consts
             m.d.sync += [s["valid"].eq(1), s["buf"].eq(tk.tail), s["form"].eq(tk.pass_.form), s["win"].eq(0),
                          s["start"].eq(tk.start), s["lastwin"].eq(c.lastwin), s["pending"].eq(c.used),
+                         s["cost"].eq(tk.pass_.cost), s["final"].eq(c.final),
                          s["recv"].eq(self.store.valid & self.store.ready & pre),
                          s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
             m.d.sync += [s["addr"][i].eq(tk.pass_.addr[i]) for i in range(R)]
@@ -161,7 +175,14 @@ class BankStage(wiring.Component):
         else:
             m.d.comb += [s["done"].eq((pending[:W] & ~s["served"]) == 0), s["granted"].eq(s["ok"] & pending[:W].any())]
         m.d.comb += self.advance.eq(s["valid"] & s["done"] & (s["win"] != s["lastwin"]))
-        m.d.comb += s["finish"].eq(s["valid"] & all_recv & (s["win"] == s["lastwin"]) & s["done"])
+        # the last window is served; the pass ends unless its cost is not yet spent: the banks
+        # then stay the instruction's, one idle cycle at a time, until it is
+        last_done = Signal(name="f_last_done")
+        short = Signal(name="f_short")          # the cost is not spent, not counting this cycle
+        m.d.comb += [last_done.eq(s["valid"] & all_recv & (s["win"] == s["lastwin"]) & s["done"]),
+                     short.eq(s["spent"] < s["cost"]),
+                     s["count"].eq(s["granted"] | (last_done & short)),
+                     s["finish"].eq(last_done & (s["spent"] + s["count"] >= s["cost"]))]
         with m.If(self.advance):
             m.d.sync += s["win"].eq(s["win"] + 1)
             m.d.sync += [addr[i].eq(addr[i + W]) for i in range(R - W)]

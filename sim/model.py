@@ -18,8 +18,8 @@ from . import layouts, ptx
 from .decompress import decompress
 from .ptx import WMMA_BITS, Instr
 
-__all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "ldmatrix",
-           "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tmem_image",
+__all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "wmma_wavefront_groups",
+           "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tmem_image",
            "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride"]
 
 #: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).
@@ -457,41 +457,51 @@ def wmma_shared_loads(ins: Instr | str) -> SharedLoads:
     return SharedLoads("lds", (2 if natural else 1) * bits // 8)
 
 
-def _wmma_wavefronts(ins: Instr, addr: int, stride: int) -> int:
+def wmma_wavefront_groups(ins: Instr | str, addr: int, stride: int | None = None) -> list[frozenset[int]]:
+    """The shared-memory accesses of a wmma.load on sm_90 (:func:`wmma_shared_loads`), one group
+    per wavefront group the H200 serves together, in issue order: each a set of 4-byte word
+    addresses. An LDSM group is one 8-row matrix (register ``j`` is matrix ``j``, its rows by
+    the ldmatrix ``.x1`` table), an LDS group one phase of one instruction (128 bytes: 32
+    threads of LDS.32 or LDS.U8, 16 of LDS.64, 8 of LDS.128; each thread's aligned chunks of
+    the load's width, in memory order, one instruction each). A form with MOVM reads the other
+    layout's pattern. A group costs its busiest bank's distinct words (32 banks of 4 bytes)."""
+    ins = _ins(ins)
+    addr, stride = _wmma_operands(ins, addr, stride)
     plan = wmma_shared_loads(ins)
     if plan.movm:
         other = dataclasses.replace(ins, layout="row" if ins.layout == "col" else "col")
-        return _wmma_wavefronts(other, addr, stride) + plan.movm
+        return wmma_wavefront_groups(other, addr, stride)
     B = layouts.wmma_byte_table(ins)
     step = stride * WMMA_BITS[ins.type] // 8
 
     def at(t, w, b):
         return addr + int(B[t, w, b, 0]) * step + int(B[t, w, b, 1])
+    groups = []
     if plan.kind == "ldsm":
-        # matrix j is register j (8 rows of 16 bytes); the ldmatrix .x1 table says which row
-        # and byte of it thread t's byte b is
         rows, cols = layouts.wmma_dims(ins.frag, ins.shape)
         T = layouts.row_table(ptx.parse(f"ldmatrix.sync.aligned.m8n8.x1{'.trans' if plan.trans else ''}"
                                         ".shared.b16", "sm_90a"))
-        total = 0
         for j in range(rows * cols * WMMA_BITS[ins.type] // 8 // 128):
-            starts = {int(T[t, 0, b, 0]): at(t, j, b) - int(T[t, 0, b, 1]) for t in range(32) for b in range(4)}
-            total += max(len(v) for v in _quads(starts.values(), 32, 4).values())
-        return total
-    # lds: each thread's aligned chunks of `width` bytes, in memory order, one instruction each;
-    # an instruction serves 128 bytes a phase, each phase its busiest bank's distinct words
+            starts = {at(t, j, b) - int(T[t, 0, b, 1]) for t in range(32) for b in range(4)}
+            groups.append(frozenset(a // 4 + k for a in starts for k in range(layouts.ROW_BYTES // 4)))
+        return groups
     w = plan.width
     chunks = [sorted({at(t, k, b) // w * w for k in range(ins.words) for b in range(4)}) for t in range(32)]
     per_phase = 128 // max(w, 4)
-    total = 0
     for k in range(len(chunks[0])):
         for p in range(0, 32, per_phase):
-            words: dict[int, set[int]] = {}
-            for t in range(p, p + per_phase):
-                for off in range(0, max(w, 4), 4):
-                    word = (chunks[t][k] + off) // 4
-                    words.setdefault(word % 32, set()).add(word)
-            total += max(len(v) for v in words.values())
+            groups.append(frozenset((chunks[t][k] + off) // 4 for t in range(p, p + per_phase)
+                                    for off in range(0, max(w, 4), 4)))
+    return groups
+
+
+def _wmma_wavefronts(ins: Instr, addr: int, stride: int) -> int:
+    total = wmma_shared_loads(ins).movm
+    for words in wmma_wavefront_groups(ins, addr, stride):
+        banks: dict[int, int] = {}
+        for word in words:
+            banks[word % 32] = banks.get(word % 32, 0) + 1
+        total += max(banks.values())
     return total
 
 

@@ -199,7 +199,10 @@ class ModelBackend:
                 raise TraceError(f"line {rec.line}: wmma.load takes one matrix address in 'addr'")
             mem = model.Memory(shared=smem, global_=bytes.fromhex(r.get("gmem", "")),
                                global_base=r.get("gmem_base", 0))
-            return {"regs": model.wmma_load(ins, mem, r["addr"], r.get("stride")).tolist()}
+            out = {"regs": model.wmma_load(ins, mem, r["addr"], r.get("stride")).tolist()}
+            if ins.space == "shared":   # the bank rule is shared memory's
+                out["wavefronts"] = model.wavefronts(ins, r["addr"], self.policy, stride=r.get("stride"))
+            return out
         tmem, cols = bytes.fromhex(r.get("tmem", "")), r.get("tmem_cols", model.TMEM_COLS)
         if ins.op == "tcgen05.st":
             regs = r.get("regs", np.zeros((32, ins.nregs), dtype=np.uint32))   # absent: zeros

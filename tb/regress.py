@@ -136,7 +136,9 @@ def make_jobs(n: int, seed: int, policy: str, smem_bytes: int):
             exp = {"form": ins.form}
             try:
                 exp["regs"] = model.wmma_load(ins, model.Memory(shared=mem), base, stride)
-                exp["cycles"] = wmma_cycles(inf, base, stride, Params(schedule=policy).window)
+                # h200: the H200's rule, which the unit takes exactly; packed: the unit's windows
+                exp["cycles"] = (model.wavefronts(ins, base, stride=stride) if policy == "h200"
+                                 else wmma_cycles(inf, base, stride, Params(schedule=policy).window))
             except model.ModelError as e:
                 exp["error"] = str(e)
             jobs.append(job)

@@ -79,6 +79,9 @@ def test_load_beat_waits_for_its_rows_and_carries_the_model_registers():
             assert not ctx.get(dut.result.valid)
             await ctx.tick()
         ctx.set(pr.count, 0)
+        ctx.set(pr.finished, 1)                          # ... and are done with it
+        await ctx.tick()
+        ctx.set(pr.finished, 0)
         assert not ctx.get(dut.result.valid)
         ctx.set(pr.land.slots, 0xFF)
         ctx.set(pr.land.first, 2)
@@ -121,9 +124,9 @@ def test_store_completes_once_written_with_its_bank_cycles():
             assert not ctx.get(dut.result.valid)
             await ctx.tick()
         ctx.set(dut.progress.count, 0)
-        ctx.set(dut.progress.stored, 1)
+        ctx.set(dut.progress.finished, 1)
         await ctx.tick()
-        ctx.set(dut.progress.stored, 0)
+        ctx.set(dut.progress.finished, 0)
         got["beats"] = await _beats(ctx, dut)
 
     _run(bench)

@@ -138,7 +138,7 @@ def test_store_writes_the_model_image(policy):
                 for t in range(32):
                     ctx.set(bank.store.payload[t], int(regs[t, beat]))
             cycles += ctx.get(bank.progress.count)
-            stored |= bool(ctx.get(bank.progress.stored))
+            stored |= bool(ctx.get(bank.progress.finished))
             if ctx.get(bank.store.valid) and ctx.get(bank.store.ready):
                 beat += 1
             await ctx.tick()
