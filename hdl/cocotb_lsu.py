@@ -98,12 +98,23 @@ class TB:
         return bytes(out)
 
     async def collect(self) -> dict:
-        """The beats of one instruction; error and cycle count as the last beat gives them."""
-        beats = []
+        """The registers of one instruction, placed by each beat's register mask (a store's
+        completion beat, which names none, as it came); error and cycle count as the last beat
+        gives them."""
+        beats, regs = [], {}
         while True:
             d = self.lay.unpack_result(await self.get("result"))
             beats.append(d["data"])
+            for r in range(self.lay.regs_bits):
+                if d["regs"] >> r & 1:
+                    if r in regs:
+                        raise AssertionError(f"register {r} in two result beats")
+                    regs[r] = d["data"]
             if d["last"]:
+                if regs:
+                    if sorted(regs) != list(range(len(regs))):
+                        raise AssertionError(f"result beats named registers {sorted(regs)}")
+                    beats = [regs[r] for r in range(len(regs))]
                 return {"beats": beats, "error": d["error"], "cycles": d["cycles"]}
 
     async def burst(self, instrs: list[dict]) -> dict:

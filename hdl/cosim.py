@@ -35,6 +35,8 @@ class Layout:
     result_error: int
     result_last: int
     result_cycles: int
+    result_regs: int
+    regs_bits: int
     cycle_bits: int
     error_bits: int
     #: Tensor Memory columns (0: none) and the (offset, width) of each field of the quadrant
@@ -60,6 +62,7 @@ class Layout:
                    line_bytes=dut.params.line_bytes, form_bits=FORM_BITS, addr_bits=ADDR_BITS,
                    line_bits=dut.line_bits, result_error=r["error"].offset,
                    result_last=r["last"].offset, result_cycles=r["cycles"].offset,
+                   result_regs=r["regs"].offset, regs_bits=Shape.cast(r["regs"].shape).width,
                    cycle_bits=CYCLE_BITS, error_bits=Shape.cast(Error).width,
                    tmem_columns=tmem.columns if tmem else 0,
                    tmem_instr=fields(tmem_instr_layout()) if tmem else None,
@@ -107,6 +110,7 @@ class Layout:
         return {"data": [(v >> (32 * t)) & 0xFFFFFFFF for t in range(self.lanes)],
                 "error": (v >> self.result_error) & ((1 << self.error_bits) - 1),
                 "last": (v >> self.result_last) & 1,
+                "regs": (v >> self.result_regs) & ((1 << self.regs_bits) - 1),
                 "cycles": (v >> self.result_cycles) & ((1 << self.cycle_bits) - 1)}
 
 

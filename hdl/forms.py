@@ -20,7 +20,8 @@ from tensorlsu.sim import layouts, model, ptx
 from tensorlsu.sim.model import GROUP_ROWS
 from tensorlsu.sim.ptx import WMMA_BITS, WMMA_SHAPES, Instr
 
-__all__ = ["ROW_FORMS", "WMMA_FORMS", "FORMS", "form_id", "FormInfo", "info", "SLOTS", "CHUNK", "BLOCK"]
+__all__ = ["ROW_FORMS", "WMMA_FORMS", "FORMS", "form_id", "FormInfo", "info", "SLOTS", "CHUNK", "BLOCK",
+           "RESULT_REGS"]
 
 #: Row slots of one pass (one per thread of an ldmatrix).
 SLOTS = 32
@@ -67,6 +68,9 @@ ROW_FORMS: tuple[Instr, ...] = _row_forms()
 WMMA_FORMS: tuple[Instr, ...] = _wmma_forms()
 #: All forms; the form id is the index.
 FORMS: tuple[Instr, ...] = ROW_FORMS + WMMA_FORMS
+#: The most 32-bit destination registers of a load form: the width of a result beat's
+#: register mask.
+RESULT_REGS = max(ins.words for ins in FORMS if ins.op != "stmatrix")
 
 
 def _key(ins: Instr) -> Instr:
@@ -143,13 +147,21 @@ class FormInfo:
     ``byte`` of row slot ``slot`` (of the pass that beat belongs to). ``passes[p]`` lists the
     slots of pass ``p``: for ldmatrix / stmatrix slot ``i`` is thread ``i``'s row; for wmma.load
     it is chunk ``(line, k)``, at ``addr + line · stride + 16 k``.
+
+    A load's result beat ``r`` carries the destination registers ``beat_regs[r]`` (a mask of
+    32-bit registers): register ``r`` alone, except in the .f16 a / b fragments whose
+    registers repeat (m16n16k16: 4–7 are 0–3; m8n32k16 a, m32n8k16 b: every register is 0 or
+    1), where one beat carries a register and all its copies.
     """
 
     def __init__(self, ins: Instr):
         self.ins = ins
         self.wmma = ins.op == "wmma.load"
         self.load = ins.op != "stmatrix"
+        #: 32-bit registers of the fragment (stmatrix: source registers)
+        self.words = ins.words
         self.nregs = ins.words               # result beats (ldmatrix / wmma) or store beats
+        self.beat_regs = [1 << r for r in range(self.nregs)] if self.load else []
         if self.wmma:
             self.src_fmt = None
             self.rows_per_matrix = None
@@ -161,7 +173,12 @@ class FormInfo:
             #: the stride (elements) must be a multiple of this: 16 bytes, or the whole
             #: leading dimension where that is narrower (the model's rule)
             self.stride_grain = min(8 * CHUNK // self.bits, self.least)
-            self.passes, self.beat_pass, self.table = _passes(layouts.wmma_byte_table(ins), _issue_order(ins))
+            bt = layouts.wmma_byte_table(ins)
+            first = [next(q for q in range(r + 1) if np.array_equal(bt[:, q], bt[:, r])) for r in range(self.words)]
+            distinct = sorted(set(first))
+            self.beat_regs = [sum(1 << r for r in range(self.words) if first[r] == d) for d in distinct]
+            self.nregs = len(distinct)
+            self.passes, self.beat_pass, self.table = _passes(bt[:, distinct], _issue_order(ins))
         else:
             self.src_fmt = ins.src_fmt
             self.rows_per_matrix = layouts.rows_per_matrix(ins)

@@ -67,9 +67,13 @@ def instr_layout(p: Params) -> data.StructLayout:
 
 
 def result_layout(p: Params) -> data.StructLayout:
-    """The result port: one destination register of every thread, the error code, whether the
-    beat is the instruction's last, and (on the last beat) its bank cycles."""
-    return data.StructLayout({"data": data.ArrayLayout(unsigned(32), p.lanes), "error": Error,
+    """The result port: one destination register of every thread, ``regs``: which registers
+    the beat's data is (bit ``r``: register ``r``; more than one where a fragment repeats a
+    register, :class:`~tensorlsu.hdl.forms.FormInfo`; 0 on a store's completion beat), the
+    error code, whether the beat is the instruction's last, and (on the last beat) its bank
+    cycles."""
+    return data.StructLayout({"data": data.ArrayLayout(unsigned(32), p.lanes),
+                              "regs": unsigned(forms.RESULT_REGS), "error": Error,
                               "last": 1, "cycles": unsigned(CYCLE_BITS)})
 
 

@@ -166,6 +166,7 @@ class ResultStage(wiring.Component):
             Cat(*[rest[k] & ((h.start + k)[:len(h.start)] == pb) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
         need_next, rest_next = self._next_beat(m, h.form, beat)
+        beat_regs = self._beat_regs(m, h.form, beat)
         carry = Signal(CYCLE_BITS, name="e_carry")   # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
         if p.schedule is Policy.PACKED:
@@ -180,14 +181,14 @@ class ResultStage(wiring.Component):
             with m.If(h.err != Error.NONE):
                 # a refused load gives all its beats, anything else one
                 m.d.comb += [self.result.valid.eq(1), res.error.eq(h.err), last.eq(beat == h.lastbeat),
-                             entry_end.eq(last)]
+                             res.regs.eq(Mux(h.load, beat_regs, 0)), entry_end.eq(last)]
             with m.Elif(h.load):
                 # the bank-cycle count is final (and reported) on the last beat only
                 # the pass's last beat also waits for the bank stage to finish it (an h200
                 # wmma.load's cost may outlast its reads), so its cycle count is final
                 finished = self._finished.bit_select(head, 1)
                 m.d.comb += [self.result.valid.eq(((h_landed & need) == need) & (finished | (beat != h.pend))),
-                             res.data.eq(shuf.out),
+                             res.data.eq(shuf.out), res.regs.eq(beat_regs),
                              res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == h.lastbeat),
                              entry_end.eq(beat == h.pend)]
             with m.Else():
@@ -206,6 +207,22 @@ class ResultStage(wiring.Component):
                 m.d.sync += carry.eq(carry + h_cycles)
             with m.If(last):
                 m.d.sync += [beat.eq(0), carry.eq(0)]
+
+    def _beat_regs(self, m, form, beat):
+        """The registers beat ``beat`` of a load form carries: register ``beat``, or, in a
+        fragment that repeats registers, the register and its copies."""
+        regs = Signal(forms.RESULT_REGS, name="e_beat_regs")
+        m.d.comb += regs.eq(1 << beat)
+        with m.Switch(form):
+            for f in range(len(forms.FORMS)):
+                inf = forms.info(f)
+                if inf.load and inf.beat_regs != [1 << r for r in range(inf.nregs)]:
+                    with m.Case(f):
+                        with m.Switch(beat):
+                            for r, mask in enumerate(inf.beat_regs):
+                                with m.Case(r):
+                                    m.d.comb += regs.eq(mask)
+        return regs
 
     def _next_beat(self, m, form, beat):
         """The slots beat ``beat + 1`` of a load form reads, and the blocks its beats from

@@ -84,11 +84,9 @@ def bench_patterns(sim: str, policy: str, rng: random.Random):
                 "instr": f"wmma {ins.frag}.{ins.layout}.{ins.shape}.{ins.type}", "pattern": name,
                 "policy": policy, "cpi": round(cpi, 2),
                 "bytes_per_clk": round(inf.lines * inf.line_bytes / cpi, 1),
-                # the H200's measured rule and the packed bound (model); the unit's own rule
-                # (busiest quad per 8-chunk group), which it takes today
+                # the H200's measured rule and the packed bound (model)
                 "h200_rule": model.wavefronts(ins, 0, "h200", stride=addr),
                 "packed_bound": model.wavefronts(ins, 0, "packed", stride=addr),
-                "unit_rule": wmma_cycles(inf, 0, addr, GROUP_ROWS),
                 "latency": b[0]["done"] - b[0]["accepted"], "bank_cycles": b[0]["cycles"],
             })
             continue

@@ -10,6 +10,19 @@ from tensorlsu.sim import model, ptx
 WMMA_IDS = [f for f in range(len(forms.FORMS)) if forms.info(f).wmma]
 
 
+def test_repeated_registers_share_a_beat():
+    """The .f16 a / b fragments whose registers repeat give one beat per distinct register
+    (the H200 vectors: m16n16k16's registers 4-7 hold what 0-3 hold; m8n32k16's a and
+    m32n8k16's b hold two registers four times)."""
+    def regs(text):
+        return forms.info(forms.form_id(ptx.parse(text, "sm_90a"))).beat_regs
+    assert regs("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16") == [0x11, 0x22, 0x44, 0x88]
+    assert regs("wmma.load.b.sync.aligned.col.m32n8k16.shared.f16") == [0x55, 0xAA]
+    assert regs("wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16") == [1, 2, 4, 8]
+    assert regs("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == [1, 2, 4, 8]
+    assert regs("wmma.load.c.sync.aligned.row.m16n16k16.shared.f32") == [1 << r for r in range(8)]
+
+
 def test_form_ids():
     assert len(forms.ROW_FORMS) == 27 and len(forms.WMMA_FORMS) == 88
     shared = ptx.parse("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16", "sm_90a")
@@ -35,16 +48,20 @@ def _unit_wmma(inf: forms.FormInfo, smem: np.ndarray, base: int, stride: int) ->
             row = smem[a & ~15: (a & ~15) + 16]
             rows.append(np.roll(row, -8) if a & 8 else row)
         slots.append(np.array(rows))
-    out = np.zeros((32, inf.nregs, 4), dtype=np.uint8)
+    out = np.zeros((32, inf.words, 4), dtype=np.uint8)
     for r in range(inf.nregs):
         rows = slots[inf.beat_pass[r]]
-        out[:, r] = rows[inf.table[:, r, :, 0], inf.table[:, r, :, 1]]
-    return out.view("<u4").reshape(32, inf.nregs)
+        for reg in range(inf.words):        # every register the beat names
+            if inf.beat_regs[r] >> reg & 1:
+                out[:, reg] = rows[inf.table[:, r, :, 0], inf.table[:, r, :, 1]]
+    return out.view("<u4").reshape(32, inf.words)
 
 
 @pytest.mark.parametrize("fid", WMMA_IDS, ids=[forms.FORMS[f].form for f in WMMA_IDS])
 def test_wmma_plan_matches_model(fid):
     inf = forms.info(fid)
+    # the beats name every register once
+    assert sum(inf.beat_regs) == (1 << inf.words) - 1 and len(inf.beat_regs) == inf.nregs
     assert all(len(p) <= forms.SLOTS for p in inf.passes) and len(inf.passes) <= 2
     for r in range(inf.nregs):  # every beat reads one run of slots (the shuffle's window)
         used = sorted(set(inf.table[:, r, :, 0].flat))

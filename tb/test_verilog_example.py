@@ -49,6 +49,7 @@ def test_header_numbers(emitted):
     lay = Layout.of(LoadStoreUnit(Params(tmem_columns=64)))   # what the cocotb benches pack and unpack with
     assert (d["TENSORLSU_RESULT_ERROR_OFFSET"], d["TENSORLSU_RESULT_LAST_OFFSET"],
             d["TENSORLSU_RESULT_CYCLES_OFFSET"]) == (lay.result_error, lay.result_last, lay.result_cycles)
+    assert (d["TENSORLSU_RESULT_REGS_OFFSET"], d["TENSORLSU_RESULT_REGS_WIDTH"]) == (lay.result_regs, lay.regs_bits)
     assert d["TENSORLSU_INSTR_ADDR_OFFSET"] == lay.form_bits
     assert d["TENSORLSU_INSTR_STRIDE_OFFSET"] == lay.form_bits + lay.addr_bits * lay.lanes
     assert d["TENSORLSU_FILL_DATA_OFFSET"] == lay.line_bits

@@ -1,6 +1,7 @@
 """wmma.load's bank cost on the H200 (tb/data/h200_wmma_cost.jsonl, measured with
 tb/hw/wmma_cost.py): the model's plan of shared loads is what ptxas emitted, and its cycles
-are what the H200 took at saturation, for every form, stride and offset."""
+are what the H200 took at saturation, for every form, stride and offset; the RTL's h200 policy
+takes exactly those cycles."""
 
 import json
 import re
@@ -8,8 +9,11 @@ import re
 import pytest
 
 from conftest import DATA
+from regress import wmma_cycles
+from tensorlsu.hdl import forms
+from tensorlsu.hdl.wmma_cost import BASE_GRAIN, PERIOD, STRIDE_GRAIN, h200_cycles
 from tensorlsu.sim import layouts, model, ptx
-from tensorlsu.sim.model import ModelError
+from tensorlsu.sim.model import GROUP_ROWS, ModelError
 
 RECORDS = [json.loads(x) for x in (DATA / "h200_wmma_cost.jsonl").read_text().splitlines()]
 SASS = {r["instr"]: r for r in RECORDS if r["kind"] == "sass"}
@@ -77,3 +81,45 @@ def test_packed_is_never_slower_than_the_h200():
         assert packed <= h200 and packed <= r["cpi"] + 0.05, (r, packed, h200)
         ratios.append(packed / h200)
     assert min(ratios) < 0.5       # the H200 pays for its load sequence on many forms
+
+
+WMMA_FIDS = [f for f in range(len(forms.FORMS)) if forms.info(f).wmma]
+
+
+def _legal_strides(inf, span_bytes):
+    """Every legal stride (elements) from the leading dimension up to ``span_bytes`` more."""
+    first = -(-inf.least // inf.stride_grain) * inf.stride_grain
+    return [s for s in range(first, first + span_bytes * 8 // inf.bits + 1, inf.stride_grain)]
+
+
+@pytest.mark.parametrize("fid", WMMA_FIDS, ids=lambda f: forms.FORMS[f].form)
+def test_unit_windows_never_outlast_the_h200(fid):
+    """The RTL's h200 policy serves a wmma.load's slots 8 at a time and then holds the banks
+    until the ROM's count (hdl/wmma_cost.py): exact only if its windows never take longer. Every
+    legal stride residue and base residue: the windows' cycles (busiest quad's rows per window)
+    are at most the H200's rule, and the ROM is that rule at any stride and base of the same
+    residues (here also one and two periods further)."""
+    inf, ins = forms.info(fid), forms.FORMS[fid]
+    table = h200_cycles(fid)
+    for s in _legal_strides(inf, 3 * PERIOD):
+        sb = s * inf.bits // 8
+        for base in range(0, 2 * PERIOD, BASE_GRAIN):
+            rule = model.wavefronts(ins, base, stride=s)
+            assert table[(sb % PERIOD) // STRIDE_GRAIN * 4 + base % PERIOD // BASE_GRAIN] == rule, (s, base)
+            assert wmma_cycles(inf, base, s, GROUP_ROWS) <= rule, (s, base)
+
+
+def test_every_measured_case_through_the_rtl():
+    """Every measured form, stride and offset (3,872) through the RTL (Verilator, h200): the
+    instruction takes exactly the model's cycles, which are the H200's (test_cycles_are_the_h200s)."""
+    from tensorlsu.hdl.cosim import run_jobs
+    jobs = [{"form": forms.form_id(ptx.parse(r["instr"], "sm_90a")), "addr": r["offset"], "stride": r["stride"]}
+            for r in COST]
+    results, _ = run_jobs([{"burst": jobs[k:k + 16]} for k in range(0, len(jobs), 16)], sim="verilator")
+    got = [r for burst in results for r in burst["burst"]]
+    assert len(got) == len(COST)
+    wrong = [(r["instr"], r["stride"], r["offset"], g["error"], g["cycles"],
+              model.wavefronts(r["instr"], r["offset"], stride=r["stride"]))
+             for r, g in zip(COST, got)
+             if g["error"] or g["cycles"] != model.wavefronts(r["instr"], r["offset"], stride=r["stride"])]
+    assert not wrong, f"{len(wrong)} cases differ, first {wrong[:5]}"
