@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks of the RTL: bytes per clock and cycles per instruction on address-pattern suites,
-for both scheduling policies, against the 128 B/clk bank limit and the H200 rule; Tensor
+for both scheduling policies, against the 128 B/clk bank limit and the H200 rule; every
+measured wmma.load form and stride against the H200's measured clocks; Tensor
 Memory bytes per clock and latency per shape and .num, one quadrant and four at once, against
 the goals and the B200 figures; and simulation speed on Icarus and Verilator.
 
@@ -20,11 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from regress import wmma_cycles  # noqa: E402
-
 from tensorlsu.hdl import forms  # noqa: E402
 from tensorlsu.hdl.cosim import run_jobs  # noqa: E402
-from tensorlsu.hdl.params import GROUP_ROWS  # noqa: E402
 from tensorlsu.sim import model, ptx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,6 +97,50 @@ def bench_patterns(sim: str, policy: str, rng: random.Random):
             "latency": b[0]["done"] - b[0]["accepted"], "bank_cycles": b[0]["cycles"],
         })
     return rows
+
+
+def bench_wmma_measured(sim: str) -> dict:
+    """Every form and stride measured on the H200 (tb/data/h200_wmma_cost.jsonl, offset 0) as
+    a burst of 16 under both policies: cycles per instruction against the H200's measured
+    clocks per instruction at saturation."""
+    import math
+    cost = [r for r in map(json.loads, (ROOT / "tb/data/h200_wmma_cost.jsonl").read_text().splitlines())
+            if r["kind"] == "cost" and r["offset"] == 0]
+    out = {"cases": len(cost)}
+    for policy in ("h200", "packed"):
+        jobs = [{"burst": [{"form": forms.form_id(ptx.parse(r["instr"], "sm_90a")), "addr": 0,
+                            "stride": r["stride"]}] * 16} for r in cost]
+        results, _ = run_jobs(jobs, sim=sim, policy=policy)
+        ratios, slower, worst = [], [], None
+        for r, res in zip(cost, results):
+            b = res["burst"]
+            cpi = (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
+            ratios.append(cpi / r["cpi"])
+            if cpi > 1.05 * r["cpi"] + 0.3:
+                slower.append(r["instr"])
+                if worst is None or cpi / r["cpi"] > worst[2]:
+                    worst = (r["instr"], r["stride"], round(cpi / r["cpi"], 2))
+        out[policy] = {"geomean_cpi_over_h200": round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 3),
+                       "best": round(min(ratios), 3), "slower_cases": len(slower),
+                       "slower_forms": sorted(set(slower)), "worst": worst}
+    return out
+
+
+def wmma_measured_text(w: dict) -> str:
+    out = (f"Every form and stride measured on the H200 at offset 0 ({w['cases']} cases), 16 back to "
+           "back: the unit's clocks per instruction over the H200's.
+
+"
+           "| policy | geometric mean | best | cases slower than the H200 (over 5 % + 0.3 clk) | worst |
+"
+           "|---|---|---|---|---|
+")
+    for policy in ("h200", "packed"):
+        r = w[policy]
+        worst = f"{r['worst'][0]} stride {r['worst'][1]}: {r['worst'][2]}×" if r["worst"] else "—"
+        out += (f"| {policy} | {r['geomean_cpi_over_h200']} | {r['best']} | {r['slower_cases']} "
+                f"({len(r['slower_forms'])} forms) | {worst} |\n")
+    return out
 
 
 #: Public B200 (sm_100a) clocks of tcgen05.ld.32x32b by .num: four warps, idle Tensor Memory,
@@ -253,12 +295,14 @@ def main(argv=None) -> int:
     for policy in ("h200", "packed"):
         rows += bench_patterns(args.sims[0], policy, random.Random(2026))
     tmem_rows, four = bench_tmem(args.sims[0])
+    measured = bench_wmma_measured(args.sims[-1])
     speeds = [sim_speed(s) for s in args.sims]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps({"patterns": rows, "tmem": tmem_rows, "tmem_four": four,
-                                                "simulation": speeds}, indent=1))
+    (out / "bench.json").write_text(json.dumps({"patterns": rows, "wmma_measured": measured, "tmem": tmem_rows,
+                                                "tmem_four": four, "simulation": speeds}, indent=1))
     md = "# Benchmarks\n\n## Shared memory\n\n" + table(rows)
+    md += "\n\n### wmma.load against the H200\n\n" + wmma_measured_text(measured)
     md += "\n\n## Tensor Memory\n\n" + tmem_table(tmem_rows, four)
     md += "\n\n## Simulation speed\n\n| simulator | instructions/s | cycles/s |\n|---|---|---|\n"
     md += "".join(f"| {s['simulator']} | {s['instructions_per_s']} | {s['cycles_per_s']} |\n" for s in speeds)
