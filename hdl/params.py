@@ -56,6 +56,13 @@ class Params:
     tmem_banks : int
         Banks of each quadrant's memory: 2 (by column parity, four column accesses a step) or 1
         (two a step: half the rate of the 16-lane forms, about half the logic).
+    axi_data_bits : int
+        Data width of the global-memory AXI4 read port: 512 (one 64-byte line a beat), 256 or
+        128.
+    axi_outstanding : int
+        Read bursts the global port keeps in flight (1 … 16; one AXI id each).
+    axi_burst : int
+        The most beats of one read burst (1 … 16).
 
     Raises
     ------
@@ -70,6 +77,9 @@ class Params:
     schedule: Policy = Policy.H200
     tmem_columns: int = 512
     tmem_banks: int = 2
+    axi_data_bits: int = 512
+    axi_outstanding: int = 4
+    axi_burst: int = 4
 
     def __post_init__(self):
         for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
@@ -102,6 +112,12 @@ class Params:
                              f"to 512, not {c!r}")
         if isinstance(self.tmem_banks, bool) or self.tmem_banks not in (1, 2):
             raise ValueError(f"tmem_banks must be 1 or 2, not {self.tmem_banks!r}")
+        if self.axi_data_bits not in (128, 256, 512):
+            raise ValueError(f"axi_data_bits must be 128, 256 or 512, not {self.axi_data_bits!r}")
+        for name in ("axi_outstanding", "axi_burst"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16:
+                raise ValueError(f"{name} must be an integer from 1 to 16, not {v!r}")
 
     @property
     def tmem(self):

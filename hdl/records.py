@@ -57,6 +57,10 @@ class Error(enum.Enum, shape=unsigned(4)):
     #: Tensor Memory: immHalfSplitoff missing (.16x32bx2), negative, given to another shape, or
     #: so small that a store's two halves overlap.
     SPLIT = 8
+    #: Global memory: a read of the instruction's lines returned SLVERR.
+    SLVERR = 9
+    #: Global memory: a read of the instruction's lines returned DECERR (no subordinate there).
+    DECERR = 10
 
 
 def instr_layout(p: Params) -> data.StructLayout:
@@ -137,12 +141,14 @@ class ProgressSignature(wiring.Signature):
 
     ``buf``: the entry the bank stage fills; ``count``: the banks worked for it this cycle;
     ``finished``: the bank stage is done with its pass (a load's rows are read, a store's
-    written, and the pass's ``cost`` is spent): its last beat may leave;
+    written, and the pass's ``cost`` is spent): its last beat may leave; ``error``, with
+    ``finished``: the pass is refused after all (a global read's bus error);
     ``land`` / ``land_rows``: rows landing in the row buffer (:func:`land_layout`).
     """
 
     def __init__(self, p: Params):
         super().__init__({"buf": Out(range(ENTRIES)), "count": Out(1), "finished": Out(1),
+                          "error": Out(Error),
                           "land": Out(land_layout(p)),
                           # one signal per slot: each row wakes only its own slots' logic
                           "land_rows": Out(unsigned(ROW_BITS)).array(p.window)})

@@ -32,6 +32,9 @@ SIMS = ["icarus", "verilator"]
     ({"banks": True}, "banks must be a positive integer, not True"),
     ({"tmem_columns": 48}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 48"),
     ({"tmem_columns": 1024}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 1024"),
+    ({"axi_data_bits": 64}, "axi_data_bits must be 128, 256 or 512, not 64"),
+    ({"axi_outstanding": 0}, "axi_outstanding must be an integer from 1 to 16, not 0"),
+    ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
 ])
 def test_parameters_are_validated(kwargs, message):
     with pytest.raises(ValueError) as e:

@@ -1,0 +1,148 @@
+"""GlobalFetch alone (Amaranth's simulator) against an AXI4 subordinate written here from the
+AXI rules: every slot of a wmma.load pass lands with the row global memory holds there; every
+line the pass touches is read once, in INCR bursts of full-width beats that never cross 4 KiB,
+with no more bursts in flight than ids; beats come back in random order across ids, late and
+with random pauses; SLVERR and DECERR refuse the pass and land nothing.
+
+Expected values: the global image itself (the row at each chunk's address) and the AXI4 rules.
+"""
+
+import random
+
+import numpy as np
+import pytest
+
+from stagesim import simulate
+from tensorlsu.hdl import forms
+from tensorlsu.hdl.fetch import AXI_PAGE, AxiResp, GlobalFetch
+from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.records import Error
+from tensorlsu.sim import ptx
+
+GMEM = 1 << 16          # the image: global addresses 0 … 64 KiB
+
+
+def _pass(rng, text, p):
+    """The chunk addresses of a random wmma.load's first pass (global, 32-byte aligned, the
+    matrix near a 4 KiB boundary half the time)."""
+    inf = forms.info(forms.form_id(ptx.parse(text.replace(".global", ".shared"), "sm_90a")))
+    stride = inf.least + inf.stride_grain * rng.randrange(0, 8)
+    sb = stride * inf.bits // 8
+    span = (inf.lines - 1) * sb + inf.line_bytes
+    base = 32 * rng.randrange(0, (GMEM - span) // 32)
+    if rng.random() < 0.5:
+        base = min(AXI_PAGE * rng.randrange(1, GMEM // AXI_PAGE) - 32 * rng.randrange(1, 4), (GMEM - span) // 32 * 32)
+    return [base + line * sb + forms.CHUNK * k for line, k in inf.passes[0]]
+
+
+def _run(p, addrs, image, *, resp=None, seed=0):
+    """Fetch one pass; returns (landed rows by slot, ARs seen, error)."""
+    rng = random.Random(seed)
+    dut = GlobalFetch(p)
+    lb = p.axi_data_bits // 8
+    got = {"rows": {}, "ars": [], "error": None, "max_in_flight": 0}
+
+    async def bench(ctx):
+        axi = dut.axi
+        n = len(addrs)
+        ctx.set(dut.used, (1 << n) - 1)
+        ctx.set(dut.lastwin, (n - 1) // p.window)
+        for s, a in enumerate(addrs):
+            ctx.set(dut.addr[s], a)
+        ctx.set(dut.take, 1)
+        await ctx.tick()
+        ctx.set(dut.take, 0)
+        bursts = []              # [id, next address, beats left, response]
+        r_beat = None
+        for _ in range(2000):
+            # the subordinate: take requests at random, answer a random burst's next beat
+            ctx.set(axi.arready, rng.random() < 0.7)
+            ctx.set(dut.blocked, rng.random() < 0.3)
+            if r_beat is None and bursts and rng.random() < 0.6:
+                b = rng.choice(bursts)
+                data = int.from_bytes(image[b[1]:b[1] + lb].tobytes(), "little")
+                r_beat = b
+                ctx.set(axi.rvalid, 1)
+                ctx.set(axi.rid, b[0])
+                ctx.set(axi.rdata, data)
+                ctx.set(axi.rresp, b[3])
+                ctx.set(axi.rlast, b[2] == 1)
+            if ctx.get(axi.arvalid) and ctx.get(axi.arready):
+                ar = {k: ctx.get(getattr(axi, k)) for k in ("arid", "araddr", "arlen", "arsize", "arburst")}
+                got["ars"].append(ar)
+                code = AxiResp.OKAY if resp is None else resp(len(got["ars"]) - 1)
+                bursts.append([ar["arid"], ar["araddr"], ar["arlen"] + 1, code])
+            took_r = r_beat is not None and ctx.get(axi.rready)
+            slots = ctx.get(dut.progress.land.slots)
+            win, finished = ctx.get(dut.progress.land.win), ctx.get(dut.progress.finished)
+            for j in range(p.window):
+                if slots >> j & 1:
+                    got["rows"][win * p.window + j] = ctx.get(dut.progress.land_rows[j])
+            if finished:
+                got["error"] = Error(ctx.get(dut.progress.error))
+            got["max_in_flight"] = max(got["max_in_flight"], len({b[0] for b in bursts}))
+            await ctx.tick()
+            if took_r:
+                r_beat[1] += lb
+                r_beat[2] -= 1
+                if r_beat[2] == 0:
+                    bursts.remove(r_beat)
+                r_beat = None
+                ctx.set(axi.rvalid, 0)
+            if got["error"] is not None:
+                # the last window's rows are registered: they show the cycle after
+                slots = ctx.get(dut.progress.land.slots)
+                for j in range(p.window):
+                    if slots >> j & 1:
+                        got["rows"][ctx.get(dut.progress.land.win) * p.window + j] = \
+                            ctx.get(dut.progress.land_rows[j])
+                return
+        raise AssertionError("the pass never finished")
+
+    simulate(dut, bench)
+    return got
+
+
+def _row(image, a):
+    """The row a slot lands with: the 16 bytes at its row, halves swapped for a chunk that
+    starts in the upper half (an 8-byte line)."""
+    row = image[a & ~15:(a & ~15) + 16]
+    return int.from_bytes((np.roll(row, -8) if a & 8 else row).tobytes(), "little")
+
+
+FORMS = ["wmma.load.a.sync.aligned.row.m16n16k16.global.f16",
+         "wmma.load.c.sync.aligned.col.m16n16k16.global.f32",
+         "wmma.load.a.sync.aligned.col.m8n32k16.global.s8",
+         "wmma.load.b.sync.aligned.col.m8n8k32.global.s4",
+         "wmma.load.c.sync.aligned.row.m8n8k4.global.f64"]
+
+
+@pytest.mark.parametrize("bits,ids,burst", [(512, 4, 4), (256, 2, 2), (128, 1, 16), (512, 16, 1)])
+def test_every_slot_lands_and_every_line_is_read_once(bits, ids, burst):
+    p = Params(axi_data_bits=bits, axi_outstanding=ids, axi_burst=burst, tmem_columns=0)
+    lb = bits // 8
+    rng = random.Random(bits + ids)
+    image = np.random.default_rng(bits).integers(0, 256, GMEM, dtype=np.uint8)
+    for k, text in enumerate(FORMS):
+        addrs = _pass(rng, text, p)
+        got = _run(p, addrs, image, seed=k)
+        assert got["error"] is Error.NONE
+        assert got["rows"] == {s: _row(image, a) for s, a in enumerate(addrs)}, text
+        lines = []
+        for ar in got["ars"]:
+            assert ar["araddr"] % lb == 0 and ar["arsize"] == (lb - 1).bit_length() and ar["arburst"] == 1
+            assert ar["arlen"] < burst and ar["arid"] < ids
+            first, last = ar["araddr"], ar["araddr"] + lb * ar["arlen"]
+            assert first // AXI_PAGE == last // AXI_PAGE, f"burst {ar} crosses 4 KiB"
+            lines += [first // lb + j for j in range(ar["arlen"] + 1)]
+        assert sorted(lines) == sorted({a // lb for a in addrs}), "each line read exactly once"
+        assert got["max_in_flight"] <= ids
+
+
+@pytest.mark.parametrize("code,error", [(AxiResp.SLVERR, Error.SLVERR), (AxiResp.DECERR, Error.DECERR)])
+def test_bus_error_refuses_the_pass(code, error):
+    p = Params(tmem_columns=0)
+    image = np.zeros(GMEM, dtype=np.uint8)
+    addrs = _pass(random.Random(3), FORMS[1], p)
+    got = _run(p, addrs, image, resp=lambda k: code if k == 1 else AxiResp.OKAY)
+    assert got["error"] is error and got["rows"] == {}
