@@ -29,9 +29,9 @@ venv: $(STAMP)
 sim: $(STAMP)
 	$(PY) tb/regress.py --n 300 --sim $(SIM) --policy $(POLICY) $(if $(WAVES),--waves)
 	$(PY) -m tensorlsu.sim replay $(TRACE) --backend rtl --sim $(SIM) --policy $(POLICY) \
-		--space shared $(if $(WAVES),--waves)
+		$(if $(WAVES),--waves)
 	$(PY) -m tensorlsu.sim replay tb/data/h200_capture.jsonl --backend rtl --sim $(SIM) \
-		--policy $(POLICY) --space shared
+		--policy $(POLICY)
 	$(PY) -m tensorlsu.sim replay tb/data/sm100_tmem.jsonl --backend rtl --sim $(SIM)
 	$(PY) -m tensorlsu.sim replay $(TRACE)
 

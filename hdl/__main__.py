@@ -26,11 +26,24 @@ def main(argv=None) -> int:
                     help="Tensor Memory columns per lane (32 ... 512; 0: no Tensor Memory)")
     ap.add_argument("--tmem-banks", type=int, default=defaults.tmem_banks,
                     help="banks of each Tensor Memory quadrant: 2 (four column accesses a step) or 1")
+    ap.add_argument("--axi-data-bits", type=int, default=defaults.axi_data_bits,
+                    help="data width of the global AXI port: 512, 256 or 128")
+    ap.add_argument("--axi-outstanding", type=int, default=defaults.axi_outstanding,
+                    help="read bursts the global port keeps in flight (1 ... 16)")
+    ap.add_argument("--axi-burst", type=int, default=defaults.axi_burst, help="beats of one burst at most (1 ... 16)")
+    ap.add_argument("--global-base", type=lambda x: int(x, 0), default=defaults.global_base)
+    ap.add_argument("--global-bytes", type=lambda x: int(x, 0), default=defaults.global_bytes,
+                    help="the global range wmma.load may read (0: no global port)")
+    ap.add_argument("--shared-window-base", type=lambda x: int(x, 0), default=defaults.shared_window_base)
+    ap.add_argument("--shared-window-bytes", type=lambda x: int(x, 0), default=defaults.shared_window_bytes)
     args = ap.parse_args(argv)
     try:
         p = Params(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
                    schedule=args.policy, tmem_columns=args.tmem_columns,
-                   tmem_banks=args.tmem_banks)
+                   tmem_banks=args.tmem_banks, axi_data_bits=args.axi_data_bits,
+                   axi_outstanding=args.axi_outstanding, axi_burst=args.axi_burst,
+                   global_base=args.global_base, global_bytes=args.global_bytes,
+                   shared_window_base=args.shared_window_base, shared_window_bytes=args.shared_window_bytes)
     except ValueError as e:
         print(f"python -m tensorlsu.hdl: {e}", file=sys.stderr)
         return 2

@@ -56,7 +56,7 @@ class AcceptStage(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        R, aw = p.lanes, p.smem_addr_bits
+        R, aw = p.lanes, p.pass_addr_bits
         ip = self.instr.payload
         decode = m.submodules.decode = FormDecoder(p)
         check = m.submodules.check = InstrCheck(p)
@@ -69,7 +69,9 @@ class AcceptStage(wiring.Component):
         # wide data registers have no reset: nothing reads them before their valid bits say so
         a_addr = Signal.like(ip.addr, reset_less=True)
         a_err = Signal(Error)           # the checks of the accepted instruction but overlap
-        a_stride_bytes = Signal(p.smem_bytes.bit_length())   # wmma (checked in range)
+        a_stride_bytes = Signal(len(chunks.stride_bytes))    # wmma (checked in range)
+        a_glob = Signal()               # a wmma.load from global memory
+        a_base = Signal(aw, reset_less=True)                 # its matrix address, resolved
         a_pass = Signal()
         # the constants of the pass in A, registered when the instruction is accepted (no form
         # decode between A and the stages after it); the second pass's wait in a_second
@@ -85,8 +87,8 @@ class AcceptStage(wiring.Component):
                      # an overlap refuses a store of one pass: the error decides when A is done
                      done.eq(move & ((a_err != Error.NONE) | (a_pass == a_consts.lastpass))),
                      self.instr.ready.eq((~a_valid | done) & ~self.stall), self.busy.eq(a_valid)]
-        m.d.comb += [chunks.select.eq(a_index[0]), chunks.base.eq(a_addr[0][:aw]),
-                     chunks.stride_bytes.eq(a_stride_bytes)]
+        m.d.comb += [chunks.select.eq(a_index[0]), chunks.base.eq(a_base),
+                     chunks.stride_bytes.eq(a_stride_bytes), out.payload.glob.eq(a_glob & a_consts.wmma)]
         m.d.comb += [out.payload.form.eq(a_form), out.payload.err.eq(a_err), out.payload.ovl.eq(a_overlap),
                      out.payload.consts.eq(a_consts)]
         m.d.comb += [out.payload.addr[i].eq(Mux(a_consts.wmma, chunks.addr[i], a_addr[i][:aw]))
@@ -94,12 +96,13 @@ class AcceptStage(wiring.Component):
         if p.schedule is Policy.H200:
             # the instruction's bank cycles as the H200 pays them, on its last pass
             cost = m.submodules.cost = WmmaCost()
-            m.d.comb += [cost.form.eq(a_form), cost.base.eq(a_addr[0]), cost.stride_bytes.eq(a_stride_bytes),
-                         out.payload.cost.eq(Mux(a_pass == a_consts.lastpass, cost.cycles, 0))]
+            m.d.comb += [cost.form.eq(a_form), cost.base.eq(a_base), cost.stride_bytes.eq(a_stride_bytes),
+                         out.payload.cost.eq(Mux((a_pass == a_consts.lastpass) & ~a_glob, cost.cycles, 0))]
 
         with m.If(self.instr.valid & self.instr.ready):
             m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(check.error),
-                         a_stride_bytes.eq(check.stride_bytes), a_pass.eq(0), a_consts.eq(decode.first),
+                         a_stride_bytes.eq(check.stride_bytes), a_glob.eq(check.glob), a_base.eq(check.base),
+                         a_pass.eq(0), a_consts.eq(decode.first),
                          a_second.eq(decode.second), a_index.eq(chunks.index)]
         with m.Elif(done):
             m.d.sync += a_valid.eq(0)

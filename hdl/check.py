@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal
+from amaranth import C, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,7 +10,7 @@ from tensorlsu.sim.model import WMMA_ADDR_ALIGN
 
 from . import forms
 from .params import ROW_BYTES, Params
-from .records import Error, consts_layout, instr_layout
+from .records import Error, Space, consts_layout, instr_layout
 
 __all__ = ["InstrCheck"]
 
@@ -34,21 +34,30 @@ class InstrCheck(wiring.Component):
     consts : In(consts_layout(params))
         Its form's constants (:class:`~tensorlsu.hdl.decode.FormDecoder`).
     error : Out(Error)
-    stride_bytes : Out(smem_bytes.bit_length() + 6)
+    stride_bytes : Out(stride_width)
         The wmma.load stride in bytes (valid when the stride is in range).
+    glob : Out(1)
+        The wmma.load reads global memory: ``.global``, or generic outside the shared window.
+    base : Out(32)
+        Its matrix address: a shared-memory offset (a generic one made so), or global.
+
+    A global wmma.load's lines must lie in ``global_base … + global_bytes``; a generic one in
+    the shared window must lie in shared memory.
     """
 
     @staticmethod
     def stride_width(p: Params) -> int:
         """A stride of 2^(w+3) elements or more, w = smem_bytes.bit_length() + 3, puts the
         second line beyond shared memory even for 1-bit elements: the span arithmetic takes
-        the low w bits of the stride, in bytes w + 3 bits."""
-        return p.smem_bytes.bit_length() + 6
+        the low w bits of the stride, in bytes w + 3 bits. With the global port: 32 bits (a
+        larger stride puts the second line beyond the 32-bit space)."""
+        return 32 if p.global_port else p.smem_bytes.bit_length() + 6
 
     def __init__(self, params: Params):
         self.params = params
         super().__init__({"instr": In(instr_layout(params)), "consts": In(consts_layout(params)),
-                          "error": Out(Error), "stride_bytes": Out(self.stride_width(params))})
+                          "error": Out(Error), "stride_bytes": Out(self.stride_width(params)),
+                          "glob": Out(1), "base": Out(32)})
 
     def elaborate(self, platform):
         m = Module()
@@ -88,17 +97,34 @@ class InstrCheck(wiring.Component):
                                      wm_lg_lines.eq(inf.lines.bit_length() - 1),
                                      wm_line_bytes.eq(inf.line_bytes), wm_least.eq(inf.least),
                                      wm_grain.eq(inf.stride_grain - 1)]
-        sw = self.stride_width(p) - 3
+        sw = self.stride_width(p)
+        stride_full = Signal(len(ip.stride) + 3)
         huge = Signal()
-        span = Signal(sw + 8)               # first byte of the last line, from the matrix address
-        m.d.comb += [huge.eq(ip.stride[sw:].any()),
-                     self.stride_bytes.eq((ip.stride[:sw] << wm_lg_bits) >> 3),
+        span = Signal(sw + 6)               # first byte of the last line, from the matrix address
+        m.d.comb += [stride_full.eq((ip.stride << wm_lg_bits) >> 3), huge.eq(stride_full[sw:].any()),
+                     self.stride_bytes.eq(stride_full[:sw]),
                      span.eq((self.stride_bytes << wm_lg_lines) - self.stride_bytes)]
+        # the state space: a generic address inside the shared window is its offset there
+        addr = ip.addr[0]
+        in_window = Signal()
+        m.d.comb += in_window.eq((addr >= p.shared_window_base) &
+                                 (addr < p.shared_window_base + p.shared_window_bytes))
+        if p.global_port:
+            m.d.comb += self.glob.eq((ip.space == Space.GLOBAL) | ((ip.space == Space.GENERIC) & ~in_window))
+        m.d.comb += self.base.eq(Mux((ip.space == Space.GENERIC) & in_window, addr - p.shared_window_base, addr))
+        end = Signal(max(sw, 32) + 7)       # the byte after the last line
+        m.d.comb += end.eq(self.base + span + wm_line_bytes)
+        outside = Signal()
+        m.d.comb += outside.eq(huge | Mux(self.glob, (self.base < p.global_base) |
+                                          (end > p.global_base + p.global_bytes), end > p.smem_bytes))
         err = Signal(Error)
-        with m.If(ip.addr[0][:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0):
+        no_global = C(int(not p.global_port), 1)
+        with m.If((ip.space == Space.GLOBAL) & no_global):
+            m.d.comb += err.eq(Error.UNSUPPORTED)
+        with m.Elif(addr[:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0):
             m.d.comb += err.eq(Error.MISALIGNED)
         with m.Elif((ip.stride < wm_least) | ((ip.stride & wm_grain) != 0)):
             m.d.comb += err.eq(Error.STRIDE)
-        with m.Elif(huge | (ip.addr[0] + span + wm_line_bytes > p.smem_bytes)):
+        with m.Elif(outside):
             m.d.comb += err.eq(Error.OUT_OF_RANGE)
         return err

@@ -27,8 +27,8 @@ class ChunkAddresses(wiring.Component):
       a product (an 18 × 18 multiplier on the FPGA): a multiplexer over a slot's up to 10
       possible line offsets takes more logic.
 
-    The caller has checked the span (every chunk lies in shared memory), so offsets are
-    ``smem_addr_bits`` wide.
+    The caller has checked the span (every chunk lies in shared memory, or in the 32-bit
+    global space), so addresses are ``pass_addr_bits`` wide.
 
     Members
     -------
@@ -37,10 +37,10 @@ class ChunkAddresses(wiring.Component):
         The slots' line and chunk indexes of the form's first and second pass.
     select : In(index_layout)
         The indexes of the pass to address (registered ``index``).
-    base : In(smem_addr_bits)
+    base : In(pass_addr_bits)
         The matrix address.
-    stride_bytes : In(smem_bytes.bit_length())
-    addr : Out(ArrayLayout(smem_addr_bits, lanes))
+    stride_bytes : In(InstrCheck.stride_width)
+    addr : Out(ArrayLayout(pass_addr_bits, lanes))
     """
 
     def __init__(self, params: Params):
@@ -50,9 +50,9 @@ class ChunkAddresses(wiring.Component):
             | {f"chunk{s}": range(max(1, len(c))) for s, c in enumerate(self.slot_chunks)})
         super().__init__({
             "form": In(FORM_BITS), "index": Out(data.ArrayLayout(self.index_layout, 2)),
-            "select": In(self.index_layout), "base": In(p.smem_addr_bits),
-            "stride_bytes": In(p.smem_bytes.bit_length()),
-            "addr": Out(data.ArrayLayout(unsigned(p.smem_addr_bits), p.lanes))})
+            "select": In(self.index_layout), "base": In(p.pass_addr_bits),
+            "stride_bytes": In(32 if p.global_port else p.smem_bytes.bit_length()),
+            "addr": Out(data.ArrayLayout(unsigned(p.pass_addr_bits), p.lanes))})
 
     @cached_property
     def wmma_forms(self) -> list[tuple[int, forms.FormInfo]]:
@@ -80,7 +80,7 @@ class ChunkAddresses(wiring.Component):
                             idx = self.index[q]
                             m.d.comb += [getattr(idx, f"line{s}").eq(ps[s][0]),
                                          getattr(idx, f"chunk{s}").eq(self.slot_chunks[s].index(ps[s][1]))]
-        aw = self.params.smem_addr_bits
+        aw = self.params.pass_addr_bits
         for s in range(R):
             line_off = Signal(aw, name=f"line_offset{s}")
             chunk = mux_tree(getattr(self.select, f"chunk{s}"), [c * ROW_BYTES for c in self.slot_chunks[s]])

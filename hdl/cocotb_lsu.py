@@ -10,6 +10,7 @@ output streams.
 import json
 import os
 import random
+import warnings
 
 import cocotb
 from cocotb.clock import Clock
@@ -18,6 +19,10 @@ from cocotb.triggers import RisingEdge
 from tensorlsu.hdl import cosim
 
 _TIMEOUT = 20000  # cycles one handshake may take before the test fails
+
+# cocotbext-axi 0.1.28 and cocotb-bus 0.3.0 work with cocotb 2.1 but still call the APIs it
+# deprecates: those warnings, raised from their modules, and no others, are ignored
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"(cocotbext|cocotb_bus)(\..*)?$")
 
 
 class TB:
@@ -42,6 +47,26 @@ class TB:
             for q in quads:
                 getattr(dut, f"tmem_{name}__{q}__ready").value = 0
         self.tmem = {q: None for q in quads}    # what each quadrant holds, as far as known
+        self.ram = None
+        if layout.axi_data_bits:
+            from cocotbext.axi import AxiBus, AxiRam
+            self.ram = AxiRam(AxiBus.from_prefix(dut, "axi", bus_separator="__"), dut.clk, dut.rst,
+                              size=cosim.GMEM_BYTES)
+            # reads past the memory fail (AxiRam then answers SLVERR) instead of wrapping
+            wrapped = self.ram.read_if._read
+
+            async def read_or_fail(address, length):
+                if address + length > cosim.GMEM_BYTES:
+                    raise IndexError(f"AXI read at 0x{address:x} is past the memory")
+                return await wrapped(address, length)
+            self.ram.read_if._read = read_or_fail
+            if backpressure:
+                for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel):
+                    ch.set_pause_generator(self._pauses(backpressure))
+
+    def _pauses(self, p: float):
+        while True:
+            yield self.rng.random() < p
 
     async def _count(self):
         while True:
@@ -124,7 +149,8 @@ class TB:
 
         async def send_instrs():
             for ins in instrs:
-                await self.put("instr", self.lay.pack_instr(ins["form"], ins["addr"], ins.get("stride", 0)))
+                await self.put("instr", self.lay.pack_instr(ins["form"], ins["addr"], ins.get("stride", 0),
+                                                            ins.get("space", 0)))
                 accepted.append(self.cycle)
 
         async def send_data():
@@ -223,11 +249,14 @@ class TB:
             return res
         if job.get("image") is not None:
             await self.load_image(bytes.fromhex(job["image"]))
+        if job.get("gmem"):
+            self.ram.write(job["gmem_at"], bytes.fromhex(job["gmem"]))
         start = None
 
         async def send():
             nonlocal start
-            await self.put("instr", self.lay.pack_instr(job["form"], job["addr"], job.get("stride", 0)))
+            await self.put("instr", self.lay.pack_instr(job["form"], job["addr"], job.get("stride", 0),
+                                                        job.get("space", 0)))
             start = self.cycle
             for beat in job.get("store", []):
                 await self.put("store", self.lay.pack_words(beat))

@@ -22,6 +22,13 @@ __all__ = ["Layout", "SIMULATORS", "build", "run_jobs", "RtlBackend", "tmem_inst
 SIMULATORS = ("icarus", "verilator")
 
 
+#: Where the testbench's AXI memory holds a record's global image (its page offset kept).
+GMEM_AT = 0x10_0000
+AXI_PAGE = 4096
+#: Bytes of the testbench's AXI memory (reads past it answer SLVERR).
+GMEM_BYTES = 0x40_0000
+
+
 @dataclass(frozen=True)
 class Layout:
     """Bit positions of the unit's stream payloads (from the Amaranth layouts)."""
@@ -37,8 +44,12 @@ class Layout:
     result_cycles: int
     result_regs: int
     regs_bits: int
+    instr_space: int
     cycle_bits: int
     error_bits: int
+    #: data width of the global AXI port (0: none); where generic addresses see shared memory
+    axi_data_bits: int = 0
+    shared_window_base: int = 0
     #: Tensor Memory columns (0: none) and the (offset, width) of each field of the quadrant
     #: ports' payloads
     tmem_columns: int = 0
@@ -63,6 +74,9 @@ class Layout:
                    line_bits=dut.line_bits, result_error=r["error"].offset,
                    result_last=r["last"].offset, result_cycles=r["cycles"].offset,
                    result_regs=r["regs"].offset, regs_bits=Shape.cast(r["regs"].shape).width,
+                   instr_space=dut.instr_layout["space"].offset,
+                   axi_data_bits=dut.params.axi_data_bits if dut.params.global_port else 0,
+                   shared_window_base=dut.params.shared_window_base,
                    cycle_bits=CYCLE_BITS, error_bits=Shape.cast(Error).width,
                    tmem_columns=tmem.columns if tmem else 0,
                    tmem_instr=fields(tmem_instr_layout()) if tmem else None,
@@ -87,7 +101,7 @@ class Layout:
         out["data"] = [words[:self.lanes], words[self.lanes:]]
         return out
 
-    def pack_instr(self, form: int, addr, stride: int = 0) -> int:
+    def pack_instr(self, form: int, addr, stride: int = 0, space: int = 0) -> int:
         """``addr``: 32 row addresses, or one wmma.load matrix address (given to every lane)."""
         if isinstance(addr, int):
             addr = [addr] * self.lanes
@@ -98,7 +112,7 @@ class Layout:
             a = a if 0 <= a <= mask else mask
             v |= a << (self.form_bits + self.addr_bits * i)
         stride = stride if 0 <= stride <= mask else mask
-        return v | stride << (self.form_bits + self.addr_bits * self.lanes)
+        return v | stride << (self.form_bits + self.addr_bits * self.lanes) | space << self.instr_space
 
     def pack_words(self, words) -> int:
         return sum(int(w) << (32 * i) for i, w in enumerate(words))
@@ -411,13 +425,26 @@ class RtlBackend:
         if len(image) > self.smem_bytes:
             raise ValueError(f"shared image of {len(image)} bytes exceeds the unit's {self.smem_bytes}")
         if ins.op == "wmma.load":
-            if rec.space != "shared":
-                raise ValueError("the load/store unit has no global memory (a generic address "
-                                 "in the global image)")
+            from .records import Space
+            from .params import Params
             stride = r.get("stride", ins.stride if isinstance(ins.stride, int) else None)
             if stride is None:
                 stride = wmma_default_stride(ins)
-            return {"form": fid, "addr": int(r["addr"]), "stride": int(stride), "image": image.hex()}
+            space = {"shared": Space.SHARED, "global": Space.GLOBAL, "generic": Space.GENERIC}[ins.space].value
+            addr = int(r["addr"])
+            job = {"form": fid, "stride": int(stride), "image": image.hex(), "space": space}
+            if rec.space == "shared":
+                # a generic record's shared address is a window offset
+                job["addr"] = addr + (Params().shared_window_base if ins.space == "generic" else 0)
+                return job
+            # global: the image goes to the AXI memory at GMEM_AT, keeping its offset within a
+            # 4 KiB page (so bursts meet page ends where they did on the hardware)
+            gmem, base = bytes.fromhex(r.get("gmem", "")), int(r.get("gmem_base", 0))
+            at = GMEM_AT + base % AXI_PAGE
+            if not base <= addr < base + max(len(gmem), 1):
+                raise ValueError(f"wmma.load: address 0x{addr:x} outside the global image")
+            job.update(addr=addr - base + at, gmem=gmem.hex(), gmem_at=at)
+            return job
         if not isinstance(r.get("addr"), list):
             raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
         job = {"form": fid, "addr": r["addr"], "image": image.hex()}

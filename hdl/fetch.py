@@ -78,10 +78,15 @@ class GlobalFetch(wiring.Component):
         As the bank stage's.
     """
 
+    @staticmethod
+    def id_width(p: Params) -> int:
+        """Width of the AXI ids: one id per outstanding burst."""
+        return max(1, (p.axi_outstanding - 1).bit_length())
+
     def __init__(self, params: Params):
         self.params = p = params
         self.line_bytes = p.axi_data_bits // 8
-        self.id_bits = max(1, (p.axi_outstanding - 1).bit_length())
+        self.id_bits = self.id_width(p)
         super().__init__({
             "take": In(1), "used": In(p.lanes), "addr": In(unsigned(ADDR_BITS)).array(p.lanes),
             "buf": In(range(ENTRIES)), "start": In(range(p.row_blocks)), "lastwin": In(range(p.windows)),

@@ -82,9 +82,8 @@ _IDS = {_key(f): i for i, f in enumerate(FORMS)}
 
 
 def form_id(ins: Instr) -> int:
-    """Form id of an instruction descriptor; ValueError for forms the unit lacks."""
-    if ins.op == "wmma.load" and ins.space == "global":
-        raise ValueError("the load/store unit has no global memory (wmma.load .global)")
+    """Form id of an instruction descriptor (a wmma.load's state space is the instruction's
+    ``space`` field, not part of its form); ValueError for forms the unit lacks."""
     try:
         return _IDS[_key(ins)]
     except KeyError:

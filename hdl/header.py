@@ -13,7 +13,8 @@ from amaranth import Shape
 from amaranth.lib import data
 
 from . import forms
-from .records import CYCLE_BITS, Error
+from .fetch import GlobalFetch
+from .records import CYCLE_BITS, Error, Space
 from .tmem_plan import SHAPES
 from .tmem_records import QUADRANTS, Kind, RedType
 
@@ -60,7 +61,16 @@ def header_text(dut, top: str) -> str:
            f"`define {_PREFIX}_LINE_BYTES {p.line_bytes}", f"`define {_PREFIX}_LINES {p.lines}",
            f"`define {_PREFIX}_POLICY_{p.schedule.value.upper()} 1",
            f"`define {_PREFIX}_CYCLE_BITS {CYCLE_BITS}",
-           f"`define {_PREFIX}_TMEM_COLUMNS {p.tmem_columns}"]
+           f"`define {_PREFIX}_TMEM_COLUMNS {p.tmem_columns}",
+           f"`define {_PREFIX}_GLOBAL_BASE 32'h{p.global_base:08x}",
+           f"`define {_PREFIX}_GLOBAL_BYTES 33'h{p.global_bytes:09x}",
+           f"`define {_PREFIX}_SHARED_WINDOW_BASE 32'h{p.shared_window_base:08x}",
+           f"`define {_PREFIX}_SHARED_WINDOW_BYTES 33'h{p.shared_window_bytes:09x}"]
+    if p.global_port:
+        out += [f"`define {_PREFIX}_AXI_DATA_BITS {p.axi_data_bits}",
+                f"`define {_PREFIX}_AXI_ID_BITS {GlobalFetch.id_width(p)}",
+                f"`define {_PREFIX}_AXI_OUTSTANDING {p.axi_outstanding}",
+                f"`define {_PREFIX}_AXI_BURST {p.axi_burst}"]
     if p.tmem is not None:
         out += [f"`define {_PREFIX}_TMEM_QUADRANTS {QUADRANTS}",
                 f"`define {_PREFIX}_TMEM_BANKS {p.tmem_banks}",
@@ -72,6 +82,8 @@ def header_text(dut, top: str) -> str:
     out += ["",
            "// error codes of a result beat"]
     out += [f"`define {_PREFIX}_ERROR_{e.name} {e.value}" for e in Error]
+    out += ["", "// state spaces of a wmma.load address (instr space field)"]
+    out += [f"`define {_PREFIX}_SPACE_{sp.name} {sp.value}" for sp in Space]
     out += ["", f"// form ids ({len(forms.FORMS)}: {len(forms.ROW_FORMS)} ldmatrix / stmatrix, "
                 f"{len(forms.WMMA_FORMS)} wmma.load)"]
     out += [f"`define {form_macro(f)} {f}" for f in range(len(forms.FORMS))]
@@ -81,6 +93,8 @@ def header_text(dut, top: str) -> str:
     out += ["// the Tensor Memory ports are arrays of one port per quadrant: tmem_instr__Q__payload,",
             "// ...; their fields are the same for every quadrant"]
     for port, sig in dut.signature.members.items():
+        if "payload" not in sig.signature.members:
+            continue            # the AXI port: AXI names, widths above
         shape = sig.signature.members["payload"].shape
         stem = f"{_PREFIX}_{port.upper()}"
         out.append(f"`define {stem}_WIDTH {Shape.cast(shape).width}")

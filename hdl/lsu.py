@@ -22,17 +22,18 @@ docs/ARCHITECTURE.md describes the flow; each component's docstring its latency 
 
 from __future__ import annotations
 
-from amaranth import Module, unsigned
+from amaranth import Module, Mux, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import TOP
 from .accept import AcceptStage
 from .banks import SharedBanks
+from .fetch import AxiSignature, GlobalFetch
 from .params import Params
 from .passq import PassQueue
-from .records import (ADDR_BITS, CYCLE_BITS, FORM_BITS, Error, TakeSignature, fill_layout, instr_layout,
-                      result_layout)
+from .records import (ADDR_BITS, CYCLE_BITS, FORM_BITS, Error, ProgressSignature, TakeSignature, fill_layout,
+                      instr_layout, result_layout)
 from .result import ResultStage
 from .ring import RowRing
 from .serve import BankStage
@@ -103,7 +104,9 @@ class LoadStoreUnit(wiring.Component):
             "fill": In(stream.Signature(self.fill_layout)),
             "dump_req": In(stream.Signature(unsigned(p.line_bits))),
             "dump": Out(stream.Signature(unsigned(8 * p.line_bytes))),
-        } | ({} if p.tmem is None else {
+        } | ({} if not p.global_port else {
+            "axi": Out(AxiSignature(p.axi_data_bits, GlobalFetch.id_width(p))),
+        }) | ({} if p.tmem is None else {
             "tmem_instr": In(stream.Signature(tmem_instr_layout())).array(QUADRANTS),
             "tmem_store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))).array(QUADRANTS),
             "tmem_result": Out(stream.Signature(tmem_result_layout())).array(QUADRANTS),
@@ -126,33 +129,75 @@ class LoadStoreUnit(wiring.Component):
         wiring.connect(m, accept.passes, passq.push)
         wiring.connect(m, wiring.flipped(self.store), bank.store)
         wiring.connect(m, bank.banks, banks.port)
-        wiring.connect(m, bank.progress, result.progress)
         wiring.connect(m, result.result, wiring.flipped(self.result))
         for port in ("fill", "dump_req"):
             wiring.connect(m, wiring.flipped(getattr(self, port)), getattr(banks, port))
         wiring.connect(m, banks.dump, wiring.flipped(self.dump))
 
         # The take: the oldest queued pass leaves into the next entry when that entry is
-        # free and, unless it was refused (it then only gives its error beats), the bank
-        # stage is free; it then starts in the bank stage and in the ring.
+        # free and, unless it was refused (it then only gives its error beats), the bank stage
+        # and the global fetch stage are free; it then starts in the bank stage (or, from
+        # global memory, the fetch stage) and in the ring.
         take = TakeSignature(p).create(path=("take",))
         pop = passq.pop
         ok = pop.payload.err == Error.NONE
+        fetch = None
+        if p.global_port:
+            fetch = m.submodules.fetch = GlobalFetch(p)
+            wiring.connect(m, fetch.axi, wiring.flipped(self.axi))
+        stages_free = bank.free & (fetch.free if fetch is not None else 1)
         m.d.comb += [take.offered.eq(pop.valid), take.pass_.eq(pop.payload), take.free.eq(result.free),
                      take.tail.eq(result.tail), take.start.eq(ring.start),
-                     take.take.eq(pop.valid & result.free & (~ok | bank.free)), take.ok.eq(take.take & ok),
+                     take.take.eq(pop.valid & result.free & (~ok | stages_free)), take.ok.eq(take.take & ok),
                      pop.ready.eq(take.take)]
-        wiring.connect(m, take, bank.take, result.take, ring.take)
+        wiring.connect(m, take, result.take, ring.take)
+        # the bank stage takes the shared passes
+        bank_take = TakeSignature(p).create(path=("bank_take",))
+        m.d.comb += [getattr(bank_take, k).eq(getattr(take, k)) for k in ("offered", "pass_", "free", "tail", "take",
+                                                                          "start")]
+        m.d.comb += bank_take.ok.eq(take.ok & ~pop.payload.glob)
+        wiring.connect(m, bank_take, bank.take)
+        progress = bank.progress
+        if fetch is not None:
+            c = pop.payload.consts
+            m.d.comb += [fetch.take.eq(take.ok & pop.payload.glob), fetch.used.eq(c.used), fetch.buf.eq(take.tail),
+                         fetch.start.eq(ring.start), fetch.lastwin.eq(c.lastwin), fetch.blocked.eq(ring.blocked)]
+            m.d.comb += [fetch.addr[i].eq(pop.payload.addr[i]) for i in range(p.lanes)]
+            progress = self._merge_progress(m, bank, fetch)
+        wiring.connect(m, progress, result.progress)
 
         m.d.comb += [ring.head.eq(result.head), ring.head_next.eq(result.head_next),
                      ring.valid.eq(result.valid), ring.valid_next.eq(result.valid_next),
                      ring.end.eq(result.end), ring.reading.eq(result.reading),
-                     ring.fill_buf.eq(bank.progress.buf), ring.advance.eq(bank.advance),
+                     ring.fill_buf.eq(progress.buf),
+                     ring.advance.eq(bank.advance | (fetch.advance if fetch is not None else 0)),
                      bank.blocked.eq(ring.blocked)]
         # fill and dump run while nothing is in flight; they hold the instruction port
-        m.d.comb += [banks.quiet.eq(~accept.busy & ~passq.busy & ~bank.busy & (result.valid == 0)),
+        m.d.comb += [banks.quiet.eq(~accept.busy & ~passq.busy & ~bank.busy & (result.valid == 0) &
+                                    (~fetch.busy if fetch is not None else 1)),
                      accept.stall.eq(banks.claim)]
 
+        self._tmem(m)
+        return m
+
+    @staticmethod
+    def _merge_progress(m, bank, fetch):
+        """One progress for the result stage from the two stages that fill entries: they never
+        serve at once, but the fetch stage's last landing (registered) may come in the cycle
+        the bank stage starts."""
+        out = ProgressSignature(bank.params).create(path=("progress",))
+        f_lands = fetch.progress.land.slots.any()
+        m.d.comb += [out.buf.eq(Mux(fetch.busy, fetch.progress.buf, bank.progress.buf)),
+                     out.count.eq(bank.progress.count),
+                     out.finished.eq(bank.progress.finished | fetch.progress.finished),
+                     out.error.eq(Mux(fetch.progress.finished, fetch.progress.error, Error.NONE)),
+                     out.land.eq(Mux(f_lands, fetch.progress.land, bank.progress.land))]
+        m.d.comb += [out.land_rows[j].eq(Mux(f_lands, fetch.progress.land_rows[j], bank.progress.land_rows[j]))
+                     for j in range(len(out.land_rows))]
+        return out
+
+    def _tmem(self, m):
+        p = self.params
         if p.tmem is not None:
             for q in range(QUADRANTS):
                 quad = TmemQuadrant(p.tmem, q)
@@ -161,4 +206,3 @@ class LoadStoreUnit(wiring.Component):
                     wiring.connect(m, wiring.flipped(getattr(self, f"tmem_{port}")[q]), getattr(quad, port))
                 for port in ("result", "dump"):
                     wiring.connect(m, getattr(quad, port), wiring.flipped(getattr(self, f"tmem_{port}")[q]))
-        return m

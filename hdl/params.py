@@ -63,6 +63,13 @@ class Params:
         Read bursts the global port keeps in flight (1 … 16; one AXI id each).
     axi_burst : int
         The most beats of one read burst (1 … 16).
+    global_base, global_bytes : int
+        The global memory wmma.load may read: ``global_base`` … ``+ global_bytes`` in the
+        32-bit address space (other addresses are refused, ``OUT_OF_RANGE``); ``global_bytes``
+        0 builds the unit without the global port.
+    shared_window_base, shared_window_bytes : int
+        The shared-memory window of generic addresses: a generic wmma.load address inside it is
+        the shared-memory offset ``address - shared_window_base``; any other is global.
 
     Raises
     ------
@@ -80,6 +87,10 @@ class Params:
     axi_data_bits: int = 512
     axi_outstanding: int = 4
     axi_burst: int = 4
+    global_base: int = 0
+    global_bytes: int = 0xFF00_0000
+    shared_window_base: int = 0xFF00_0000
+    shared_window_bytes: int = 1 << 24
 
     def __post_init__(self):
         for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
@@ -118,12 +129,33 @@ class Params:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16:
                 raise ValueError(f"{name} must be an integer from 1 to 16, not {v!r}")
+        for name in ("global_base", "global_bytes", "shared_window_base", "shared_window_bytes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v % 32:
+                raise ValueError(f"{name} must be a non-negative multiple of 32, not {v!r}")
+        for name in ("global", "shared_window"):
+            if getattr(self, f"{name}_base") + getattr(self, f"{name}_bytes") > 1 << 32:
+                raise ValueError(f"{name}_base + {name}_bytes must be at most 2**32 (32-bit addresses)")
+        if self.shared_window_bytes < self.smem_bytes:
+            raise ValueError(f"shared_window_bytes must be at least smem_bytes = {self.smem_bytes}, "
+                             f"not {self.shared_window_bytes}")
 
     @property
     def tmem(self):
         """The Tensor Memory's parameters, or None without one."""
         from .tmem_records import TmemParams
         return TmemParams(self.tmem_columns, self.tmem_banks) if self.tmem_columns else None
+
+    @property
+    def global_port(self) -> bool:
+        """The unit has the global-memory AXI port."""
+        return self.global_bytes > 0
+
+    @property
+    def pass_addr_bits(self) -> int:
+        """Width of a pass's slot addresses: 32-bit global addresses with the global port,
+        shared-memory offsets without."""
+        return 32 if self.global_port else self.smem_addr_bits
 
     @property
     def line_bytes(self) -> int:

@@ -20,7 +20,7 @@ from . import forms
 from .forms import BLOCK
 from .params import ROW_BITS, Params
 
-__all__ = ["Error", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "FMT_BITS", "instr_layout",
+__all__ = ["Error", "Space", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "FMT_BITS", "instr_layout",
            "result_layout", "fill_layout", "consts_layout", "pass_layout", "PER_PASS", "ENTRIES",
            "land_layout", "ProgressSignature", "TakeSignature"]
 
@@ -63,11 +63,25 @@ class Error(enum.Enum, shape=unsigned(4)):
     DECERR = 10
 
 
+class Space(enum.Enum, shape=unsigned(2)):
+    """The state space of a wmma.load's address (ldmatrix / stmatrix: always shared-memory
+    offsets)."""
+
+    #: ``.shared``: a shared-memory offset.
+    SHARED = 0
+    #: ``.global``: a global address.
+    GLOBAL = 1
+    #: No state space: a generic address, in the shared window or global
+    #: (:class:`~tensorlsu.hdl.params.Params`).
+    GENERIC = 2
+
+
 def instr_layout(p: Params) -> data.StructLayout:
-    """The instruction port: form id, each thread's address, the wmma.load stride."""
+    """The instruction port: form id, each thread's address, the wmma.load stride and the state
+    space of its address."""
     return data.StructLayout({"form": unsigned(FORM_BITS),
                               "addr": data.ArrayLayout(unsigned(ADDR_BITS), p.lanes),
-                              "stride": unsigned(ADDR_BITS)})
+                              "stride": unsigned(ADDR_BITS), "space": Space})
 
 
 def result_layout(p: Params) -> data.StructLayout:
@@ -114,11 +128,12 @@ def pass_layout(p: Params) -> data.StructLayout:
     check found two threads on one row; it becomes :attr:`Error.OVERLAP` when the queue hands
     the pass on), its constants, ``cost``: the bank cycles the instruction takes at least, on
     its last pass (under ``"h200"`` a wmma.load's as the H200 pays them,
-    :class:`~tensorlsu.hdl.wmma_cost.WmmaCost`; otherwise 0), and the shared-memory offset of
-    each slot (a row of an ldmatrix / stmatrix, a 16-byte chunk of a wmma.load)."""
+    :class:`~tensorlsu.hdl.wmma_cost.WmmaCost`; otherwise 0), ``glob``: a wmma.load from
+    global memory, and each slot's address (a shared-memory offset, or a global address with
+    ``glob``: a row of an ldmatrix / stmatrix, a 16-byte chunk of a wmma.load)."""
     return data.StructLayout({"form": unsigned(FORM_BITS), "err": Error, "ovl": 1,
-                              "consts": consts_layout(p), "cost": unsigned(CYCLE_BITS),
-                              "addr": data.ArrayLayout(unsigned(p.smem_addr_bits), p.lanes)})
+                              "consts": consts_layout(p), "cost": unsigned(CYCLE_BITS), "glob": 1,
+                              "addr": data.ArrayLayout(unsigned(p.pass_addr_bits), p.lanes)})
 
 
 #: Instruction entries in flight after the pass queue: one emitting its result beats, one

@@ -143,6 +143,12 @@ class ResultStage(wiring.Component):
                     m.d.sync += self._landed[b].eq(self._landed[b] | land_all)
         with m.If(pr.finished):
             m.d.sync += self._finished.bit_select(pr.buf, 1).eq(1)
+            with m.If(pr.error != Error.NONE):
+                # refused after all (a global read's bus error): its beats give the error
+                with m.Switch(pr.buf):
+                    for b in range(ENTRIES):
+                        with m.Case(b):
+                            m.d.sync += self._entries[b].err.eq(pr.error)
 
     def _beats(self, m, rowbuf, valid, head, e_clr):
         """The head entry's result beats."""

@@ -136,7 +136,7 @@ class BankStage(wiring.Component):
         sq, sl = [None] * npairs, [None] * npairs
         for i in range(W):
             for j in range(i):
-                a, b = rows[i], rows[j]
+                a, b = rows[i][:self.params.smem_addr_bits], rows[j][:self.params.smem_addr_bits]
                 k = BankScheduler.pair(i, j)
                 sq[k] = a[4:4 + qb] == b[4:4 + qb]
                 sl[k] = sq[k] & (a[4 + qb:] == b[4 + qb:])

@@ -84,7 +84,11 @@ module example_tb;
         .tmem_instr__3__payload({`TENSORLSU_TMEM_INSTR_WIDTH{1'b0}}), .tmem_instr__3__valid(1'b0), .tmem_store__3__payload({`TENSORLSU_TMEM_STORE_WIDTH{1'b0}}),
         .tmem_store__3__valid(1'b0), .tmem_result__3__ready(1'b0), .tmem_fill__3__payload({`TENSORLSU_TMEM_FILL_WIDTH{1'b0}}),
         .tmem_fill__3__valid(1'b0), .tmem_dump_req__3__payload({`TENSORLSU_TMEM_DUMP_REQ_WIDTH{1'b0}}), .tmem_dump_req__3__valid(1'b0),
-        .tmem_dump__3__ready(1'b0));
+        .tmem_dump__3__ready(1'b0),
+        // the global AXI port: no subordinate here (this bench reads shared memory only)
+        .axi__arready(1'b0), .axi__rvalid(1'b0), .axi__rid(2'b0), .axi__rdata(512'b0), .axi__rresp(2'b0),
+        .axi__rlast(1'b0), .axi__awready(1'b0), .axi__wready(1'b0), .axi__bvalid(1'b0), .axi__bid(2'b0),
+        .axi__bresp(2'b0));
 
     integer errors = 0;
     integer t, r, j, line;
