@@ -161,6 +161,8 @@ class LoadStoreUnit(wiring.Component):
         if fetch is not None:
             c = pop.payload.consts
             m.d.comb += [fetch.take.eq(take.ok & pop.payload.glob), fetch.used.eq(c.used), fetch.buf.eq(take.tail),
+                         # the queue's head is a global pass: fetched ahead while it waits
+                         fetch.offer.eq(pop.valid & pop.payload.glob & ok),
                          fetch.start.eq(ring.start), fetch.lastwin.eq(c.lastwin), fetch.blocked.eq(ring.blocked)]
             m.d.comb += [fetch.addr[i].eq(pop.payload.addr[i]) for i in range(p.lanes)]
             progress = self._merge_progress(m, bank, fetch)

@@ -128,13 +128,9 @@ def bench_wmma_measured(sim: str) -> dict:
 
 def wmma_measured_text(w: dict) -> str:
     out = (f"Every form and stride measured on the H200 at offset 0 ({w['cases']} cases), 16 back to "
-           "back: the unit's clocks per instruction over the H200's.
-
-"
-           "| policy | geometric mean | best | cases slower than the H200 (over 5 % + 0.3 clk) | worst |
-"
-           "|---|---|---|---|---|
-")
+           "back: the unit's clocks per instruction over the H200's.\n\n"
+           "| policy | geometric mean | best | cases slower than the H200 (over 5 % + 0.3 clk) | worst |\n"
+           "|---|---|---|---|---|\n")
     for policy in ("h200", "packed"):
         r = w[policy]
         worst = f"{r['worst'][0]} stride {r['worst'][1]}: {r['worst'][2]}×" if r["worst"] else "—"

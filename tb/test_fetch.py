@@ -2,7 +2,8 @@
 AXI rules: every slot of a wmma.load pass lands with the row global memory holds there; every
 line the pass touches is read once, in INCR bursts of full-width beats that never cross 4 KiB,
 with no more bursts in flight than ids; beats come back in random order across ids, late and
-with random pauses; SLVERR and DECERR refuse the pass and land nothing.
+with random pauses; the next pass is fetched while one is served; SLVERR and DECERR refuse the
+pass and land nothing, and the next pass is unharmed.
 
 Expected values: the global image itself (the row at each chunk's address) and the AXI4 rules.
 """
@@ -35,36 +36,44 @@ def _pass(rng, text, p):
     return [base + line * sb + forms.CHUNK * k for line, k in inf.passes[0]]
 
 
-def _run(p, addrs, image, *, resp=None, seed=0):
-    """Fetch one pass; returns (landed rows by slot, ARs seen, error)."""
+def _run(p, passes, image, *, resp=None, seed=0):
+    """Fetch ``passes`` (lists of slot addresses) one after another, each offered ahead while
+    the one before is served, taken when the stage is free; returns per pass (landed rows by
+    slot, error), and the ARs seen."""
     rng = random.Random(seed)
     dut = GlobalFetch(p)
     lb = p.axi_data_bits // 8
-    got = {"rows": {}, "ars": [], "error": None, "max_in_flight": 0}
+    got = {"rows": [{} for _ in passes], "ars": [], "error": [None] * len(passes), "max_in_flight": 0}
+
+    def present(ctx, addrs):
+        ctx.set(dut.used, (1 << len(addrs)) - 1)
+        ctx.set(dut.lastwin, (len(addrs) - 1) // p.window)
+        for s, a in enumerate(addrs):
+            ctx.set(dut.addr[s], a)
 
     async def bench(ctx):
         axi = dut.axi
-        n = len(addrs)
-        ctx.set(dut.used, (1 << n) - 1)
-        ctx.set(dut.lastwin, (n - 1) // p.window)
-        for s, a in enumerate(addrs):
-            ctx.set(dut.addr[s], a)
-        ctx.set(dut.take, 1)
-        await ctx.tick()
-        ctx.set(dut.take, 0)
-        bursts = []              # [id, next address, beats left, response]
+        served, taken = None, 0        # the pass the stage serves; passes taken so far
+        landing = None                 # (pass, window) whose rows show this cycle
+        bursts = []                    # [id, next address, beats left, response]
         r_beat = None
-        for _ in range(2000):
-            # the subordinate: take requests at random, answer a random burst's next beat
+        for _ in range(4000):
+            # the subordinate takes requests at random; the ring holds windows back at random
             ctx.set(axi.arready, rng.random() < 0.7)
             ctx.set(dut.blocked, rng.random() < 0.3)
+            # the head of the queue: offered, and taken once the stage is free (not at once)
+            take = taken < len(passes) and ctx.get(dut.free) and rng.random() < 0.7
+            if taken < len(passes):
+                present(ctx, passes[taken])
+            ctx.set(dut.offer, taken < len(passes))
+            ctx.set(dut.take, take)
+            # ... and answers a random burst's next beat
             if r_beat is None and bursts and rng.random() < 0.6:
                 b = rng.choice(bursts)
-                data = int.from_bytes(image[b[1]:b[1] + lb].tobytes(), "little")
                 r_beat = b
                 ctx.set(axi.rvalid, 1)
                 ctx.set(axi.rid, b[0])
-                ctx.set(axi.rdata, data)
+                ctx.set(axi.rdata, int.from_bytes(image[b[1]:b[1] + lb].tobytes(), "little"))
                 ctx.set(axi.rresp, b[3])
                 ctx.set(axi.rlast, b[2] == 1)
             if ctx.get(axi.arvalid) and ctx.get(axi.arready):
@@ -74,14 +83,19 @@ def _run(p, addrs, image, *, resp=None, seed=0):
                 bursts.append([ar["arid"], ar["araddr"], ar["arlen"] + 1, code])
             took_r = r_beat is not None and ctx.get(axi.rready)
             slots = ctx.get(dut.progress.land.slots)
-            win, finished = ctx.get(dut.progress.land.win), ctx.get(dut.progress.finished)
-            for j in range(p.window):
-                if slots >> j & 1:
-                    got["rows"][win * p.window + j] = ctx.get(dut.progress.land_rows[j])
-            if finished:
-                got["error"] = Error(ctx.get(dut.progress.error))
+            if slots:
+                assert landing is not None
+                win = ctx.get(dut.progress.land.win)
+                for j in range(p.window):
+                    if slots >> j & 1:
+                        got["rows"][landing][win * p.window + j] = ctx.get(dut.progress.land_rows[j])
+            landing = served
+            if ctx.get(dut.progress.finished):
+                got["error"][served] = Error(ctx.get(dut.progress.error))
             got["max_in_flight"] = max(got["max_in_flight"], len({b[0] for b in bursts}))
             await ctx.tick()
+            if take:
+                served, taken = taken, taken + 1
             if took_r:
                 r_beat[1] += lb
                 r_beat[2] -= 1
@@ -89,15 +103,9 @@ def _run(p, addrs, image, *, resp=None, seed=0):
                     bursts.remove(r_beat)
                 r_beat = None
                 ctx.set(axi.rvalid, 0)
-            if got["error"] is not None:
-                # the last window's rows are registered: they show the cycle after
-                slots = ctx.get(dut.progress.land.slots)
-                for j in range(p.window):
-                    if slots >> j & 1:
-                        got["rows"][ctx.get(dut.progress.land.win) * p.window + j] = \
-                            ctx.get(dut.progress.land_rows[j])
+            if None not in got["error"] and not ctx.get(dut.progress.land.slots):
                 return
-        raise AssertionError("the pass never finished")
+        raise AssertionError(f"not every pass finished: {got['error']}")
 
     simulate(dut, bench)
     return got
@@ -123,26 +131,30 @@ def test_every_slot_lands_and_every_line_is_read_once(bits, ids, burst):
     lb = bits // 8
     rng = random.Random(bits + ids)
     image = np.random.default_rng(bits).integers(0, 256, GMEM, dtype=np.uint8)
-    for k, text in enumerate(FORMS):
-        addrs = _pass(rng, text, p)
-        got = _run(p, addrs, image, seed=k)
-        assert got["error"] is Error.NONE
-        assert got["rows"] == {s: _row(image, a) for s, a in enumerate(addrs)}, text
-        lines = []
-        for ar in got["ars"]:
-            assert ar["araddr"] % lb == 0 and ar["arsize"] == (lb - 1).bit_length() and ar["arburst"] == 1
-            assert ar["arlen"] < burst and ar["arid"] < ids
-            first, last = ar["araddr"], ar["araddr"] + lb * ar["arlen"]
-            assert first // AXI_PAGE == last // AXI_PAGE, f"burst {ar} crosses 4 KiB"
-            lines += [first // lb + j for j in range(ar["arlen"] + 1)]
-        assert sorted(lines) == sorted({a // lb for a in addrs}), "each line read exactly once"
-        assert got["max_in_flight"] <= ids
+    passes = [_pass(rng, text, p) for text in FORMS]
+    got = _run(p, passes, image, seed=bits)
+    assert got["error"] == [Error.NONE] * len(passes)
+    for k, addrs in enumerate(passes):
+        assert got["rows"][k] == {s: _row(image, a) for s, a in enumerate(addrs)}, FORMS[k]
+    lines = []
+    for ar in got["ars"]:
+        assert ar["araddr"] % lb == 0 and ar["arsize"] == (lb - 1).bit_length() and ar["arburst"] == 1
+        assert ar["arlen"] < burst and ar["arid"] < ids
+        first, last = ar["araddr"], ar["araddr"] + lb * ar["arlen"]
+        assert first // AXI_PAGE == last // AXI_PAGE, f"burst {ar} crosses 4 KiB"
+        lines += [first // lb + j for j in range(ar["arlen"] + 1)]
+    # each pass reads each of its lines exactly once
+    assert sorted(lines) == sorted(x for addrs in passes for x in {a // lb for a in addrs})
+    assert got["max_in_flight"] <= ids
 
 
 @pytest.mark.parametrize("code,error", [(AxiResp.SLVERR, Error.SLVERR), (AxiResp.DECERR, Error.DECERR)])
 def test_bus_error_refuses_the_pass(code, error):
     p = Params(tmem_columns=0)
     image = np.zeros(GMEM, dtype=np.uint8)
-    addrs = _pass(random.Random(3), FORMS[1], p)
-    got = _run(p, addrs, image, resp=lambda k: code if k == 1 else AxiResp.OKAY)
-    assert got["error"] is error and got["rows"] == {}
+    rng = random.Random(3)
+    passes = [_pass(rng, FORMS[1], p), _pass(rng, FORMS[2], p)]
+    # the second burst of the first pass fails; the pass after it is unharmed
+    got = _run(p, passes, image, resp=lambda k: code if k == 1 else AxiResp.OKAY)
+    assert got["error"] == [error, Error.NONE] and got["rows"][0] == {}
+    assert got["rows"][1] == {s: _row(image, a) for s, a in enumerate(passes[1])}
