@@ -10,6 +10,8 @@ POLICY ?= h200
 N      ?= 100000
 SEED   ?= 1
 WAVES  ?=
+# test workers (pytest-xdist): the CI machine has 2 cores
+JOBS   ?= 2
 
 .PHONY: all venv sim test replay regress verilog capture synth formal bench clean
 
@@ -50,7 +52,7 @@ verilog: $(STAMP)
 		$(if $(TMEM_COLUMNS),--tmem-columns $(TMEM_COLUMNS))
 
 test: $(STAMP)
-	PYTHONWARNINGS=error $(PY) -m pytest tb -q
+	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS)
 
 # On a machine with an NVIDIA GPU and nvcc: capture hardware vectors (tb/hw/README.md).
 capture:

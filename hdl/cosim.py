@@ -4,6 +4,8 @@ Verilator, and compare with the model (the RTL backend of ``tensorlsu replay``).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -183,9 +185,6 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
     shared-memory work)."""
     if sim not in SIMULATORS:
         raise ValueError(f"unknown simulator {sim!r} (expected one of {', '.join(SIMULATORS)})")
-    from cocotb_tools.runner import get_runner
-
-    from .emit import verilog_text
     from .lsu import LoadStoreUnit
     from .params import Params
 
@@ -196,6 +195,26 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
     tag += f"_tmem{tmem_columns}" if tmem_columns else ""
     build_dir = Path(build_dir or Path("build") / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(build_dir, fcntl.LOCK_EX):     # one build at a time, none while it simulates
+        return _build(sim, dut, lay, build_dir, waves, optimize)
+
+
+@contextlib.contextmanager
+def _locked(build_dir: Path, how: int):
+    """A lock on a build folder: exclusive to build, shared to simulate (parallel test workers
+    share the folders)."""
+    with open(build_dir / ".lock", "w") as f:
+        fcntl.flock(f, how)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _build(sim, dut, lay, build_dir, waves, optimize):
+    from cocotb_tools.runner import get_runner
+
+    from .emit import verilog_text
     src = build_dir / f"{TOP}.v"
     text = verilog_text(dut, TOP)
     if not src.exists() or src.read_text() != text:
@@ -262,7 +281,7 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
 
     runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
                               build_dir=build_dir, waves=waves, optimize=optimize)
-    with tempfile.TemporaryDirectory(dir=bdir) as d:
+    with _locked(bdir, fcntl.LOCK_SH), tempfile.TemporaryDirectory(dir=bdir) as d:
         jobs_path, res_path = Path(d) / "jobs.json", Path(d) / "results.json"
         jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": jobs}))
         here = str(Path(__file__).resolve().parent.parent.parent)

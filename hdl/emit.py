@@ -51,9 +51,10 @@ def verilog_text(dut, name: str) -> str:
     text = _convert(dut, name)
     if key:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(cached)
+        # a file of its own, renamed into place: concurrent test workers never see half of one
+        with tempfile.NamedTemporaryFile("w", dir=cached.parent, suffix=".tmp", delete=False) as f:
+            f.write(text)
+        Path(f.name).replace(cached)
     return text
 
 

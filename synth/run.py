@@ -37,6 +37,7 @@ def blocks(policy: str):
     from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
     from tensorlsu.hdl.tmem import TmemQuadrant
     from tensorlsu.hdl.tmem_check import TmemCheck
+    from tensorlsu.hdl.fetch import GlobalFetch
     from tensorlsu.hdl.tmem_gather import TmemGather
     from tensorlsu.hdl.tmem_reduce import TmemReduce
     from tensorlsu.hdl.tmem_scatter import TmemScatter
@@ -57,6 +58,8 @@ def blocks(policy: str):
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
         "unit": lambda: LoadStoreUnit(p),
+        # the global fetch stage (AXI4 read port, 512-bit data, two 32-slot contexts)
+        "fetch": lambda: GlobalFetch(p),
         # one Tensor Memory quadrant of the full size (512 columns of 32 lanes), and its parts
         "tmem_quadrant": lambda: TmemQuadrant(TmemParams(512), 0),
         "tmem_quadrant_1bank": lambda: TmemQuadrant(TmemParams(512, banks=1), 0),
@@ -250,7 +253,7 @@ def markdown(rows) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--blocks", nargs="*",
-                    default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "unit",
+                    default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "unit",
                              "tmem_quadrant", "tmem_quadrant_1bank", "unit_tmem"])
     ap.add_argument("--policies", nargs="*", default=["h200"],
                     help="scheduling policies (default h200; the packed blocks are far larger and "
