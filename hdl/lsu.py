@@ -1,6 +1,6 @@
-"""The load/store unit: the stages of the shared-memory path, connected.
+"""The load/store unit: its stages, connected.
 
-An instruction (form id, 32 thread addresses, a wmma.load stride) goes through
+An instruction (form id, 32 thread addresses, a wmma.load's stride and state space) goes through
 
 ======  ==================  ===============================================================
 stage   component           what it does
@@ -8,7 +8,8 @@ stage   component           what it does
 A       AcceptStage         checks it, decodes its form's constants, makes 1-2 checked passes
 B       PassQueue           holds two checked passes, all registered
 F       BankStage           serves a pass's rows window by window through the bank crossbar
-—       RowRing             places each load in the row buffer; F's go-ahead (the ring rule)
+G       GlobalFetch         serves a global wmma.load pass through the AXI port, in F's place
+—       RowRing             places each load in the row buffer; F's and G's go-ahead (the ring rule)
 E       ResultStage         instruction entries, row buffer, result beats via the shuffle
 —       SharedBanks         the bank quads' memories and the fill / dump port
 T0…T3   TmemQuadrant        Tensor Memory: one lane quadrant each, its own tcgen05 port
@@ -45,7 +46,8 @@ __all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "TO
 
 
 class LoadStoreUnit(wiring.Component):
-    """Warp-level matrix load/store unit for ldmatrix, stmatrix and wmma.load from shared memory.
+    """Warp-level matrix load/store unit: ldmatrix, stmatrix, wmma.load from shared and global
+    memory, tcgen05.ld / tcgen05.st on Tensor Memory.
 
     Pipelined: while the banks serve one pass, the result stage emits the previous
     instruction's beats and the next instruction waits checked in the pass queue; a load's
@@ -67,13 +69,14 @@ class LoadStoreUnit(wiring.Component):
     -------
     instr : In(stream.Signature(instr_layout(params)))
         Form id (:func:`tensorlsu.hdl.forms.form_id`) and each thread's row address; for
-        wmma.load ``addr[0]`` is the matrix address (a shared-memory offset) and ``stride``
-        the stride operand in elements.
+        wmma.load ``addr[0]`` is the matrix address in its ``space`` (shared offset, global or
+        generic address) and ``stride`` the stride operand in elements.
     store : In(stream.Signature(ArrayLayout(32, lanes)))
         stmatrix source registers, one beat per register, after the instruction.
     result : Out(stream.Signature(result_layout(params)))
-        ldmatrix / wmma.load: one beat per destination register (a .f64 register is two beats,
-        low word first); stmatrix: one completion beat. A refused instruction gives the same
+        ldmatrix / wmma.load: one beat per distinct destination register, ``regs`` naming the
+        registers it is (a .f64 register is two, low word first); stmatrix: one completion
+        beat. A refused instruction gives the same
         number of beats with ``error`` set and zero data. ``cycles``, on the last beat, is
         the number of cycles the instruction occupied the banks (earlier beats may leave
         before the last rows are read, and carry 0).
@@ -81,6 +84,9 @@ class LoadStoreUnit(wiring.Component):
         Bank-parallel write of one line (all banks) while idle: DMA fills, test images.
     dump_req, dump : In / Out(stream.Signature(...))
         Bank-parallel read of one line while idle.
+    axi : Out(AxiSignature(...))
+        The global-memory AXI4 manager port (:class:`~tensorlsu.hdl.fetch.GlobalFetch`);
+        absent when ``params.global_bytes`` is 0.
     tmem_instr, tmem_store, tmem_result, tmem_fill, tmem_dump_req, tmem_dump : arrays of 4
         Each Tensor Memory quadrant's ports (:class:`~tensorlsu.hdl.tmem.TmemQuadrant`);
         absent when ``params.tmem_columns`` is 0.
