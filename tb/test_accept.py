@@ -10,7 +10,7 @@ from stagesim import simulate
 from tensorlsu.hdl import forms
 from tensorlsu.hdl.accept import AcceptStage
 from tensorlsu.hdl.params import Params
-from tensorlsu.hdl.records import Error
+from tensorlsu.hdl.records import Error, Space
 from tensorlsu.sim import ptx
 
 SMEM = 16 * 1024
@@ -20,9 +20,10 @@ def _fid(text):
     return forms.form_id(ptx.parse(text, "sm_90a"))
 
 
-def run_one(form, addr, stride=0):
-    """Accept one instruction and collect its passes: [(err, ovl, lastpass?)]."""
-    dut = AcceptStage(Params(smem_bytes=SMEM))
+def run_one(form, addr, stride=0, space=Space.SHARED, params=None):
+    """Accept one instruction and collect its passes: [(err, ovl)], with (glob, first slot's
+    address) appended for a wmma.load in another space than shared."""
+    dut = AcceptStage(params or Params(smem_bytes=SMEM))
     out = []
 
     async def bench(ctx):
@@ -30,13 +31,16 @@ def run_one(form, addr, stride=0):
         for i in range(32):
             ctx.set(dut.instr.payload.addr[i], addr[i] if isinstance(addr, list) else addr)
         ctx.set(dut.instr.payload.stride, stride)
+        ctx.set(dut.instr.payload.space, space)
         ctx.set(dut.instr.valid, 1)
         ctx.set(dut.passes.ready, 1)
         await ctx.tick()
         ctx.set(dut.instr.valid, 0)
         for _ in range(6):
             if ctx.get(dut.passes.valid):
-                out.append((ctx.get(dut.passes.payload.err), ctx.get(dut.passes.payload.ovl)))
+                pl = dut.passes.payload
+                out.append((ctx.get(pl.err), ctx.get(pl.ovl)) + (() if space == Space.SHARED else
+                                                                 (ctx.get(pl.glob), ctx.get(pl.addr[0]))))
             await ctx.tick()
         assert not ctx.get(dut.busy)
 
@@ -78,3 +82,19 @@ def test_two_pass_forms_match_the_tables():
     """Every wmma form with more than 32 chunks is the one the tables split in two."""
     two = [f for f in range(len(forms.FORMS)) if len(forms.info(f).passes) == 2]
     assert _fid(WMMA_C64) in two
+
+
+def test_state_spaces():
+    """A global matrix goes to the fetch stage with its global addresses; a generic one in the
+    shared window becomes its shared offset; ranges and the port's absence are refused."""
+    p = Params(smem_bytes=SMEM)
+    fid, win = _fid(WMMA_A), p.shared_window_base
+    # slot 0 is chunk (0, 0) of the H200's issue order: the matrix address itself
+    assert forms.info(fid).passes[0][0] == (0, 0)
+    assert run_one(fid, 0x1234_5660, 16, Space.GLOBAL) == [(Error.NONE, 0, 1, 0x1234_5660)]
+    assert run_one(fid, 0x1234_5660, 16, Space.GENERIC) == [(Error.NONE, 0, 1, 0x1234_5660)]
+    assert run_one(fid, win + 0x40, 16, Space.GENERIC) == [(Error.NONE, 0, 0, 0x40)]
+    assert run_one(fid, win + SMEM - 256, 16, Space.GENERIC)[0][:3] == (Error.OUT_OF_RANGE, 0, 0)
+    assert run_one(fid, p.global_base + p.global_bytes - 256, 16, Space.GLOBAL)[0][0] == Error.OUT_OF_RANGE
+    assert run_one(fid, 0x40, 16, Space.GLOBAL, Params(smem_bytes=SMEM, global_bytes=0))[0][0] == \
+        Error.UNSUPPORTED
