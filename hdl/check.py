@@ -47,10 +47,9 @@ class InstrCheck(wiring.Component):
 
     @staticmethod
     def stride_width(p: Params) -> int:
-        """A stride of 2^(w+3) elements or more, w = smem_bytes.bit_length() + 3, puts the
-        second line beyond shared memory even for 1-bit elements: the span arithmetic takes
-        the low w bits of the stride, in bytes w + 3 bits. With the global port: 32 bits (a
-        larger stride puts the second line beyond the 32-bit space)."""
+        """Width of the stride in bytes that the span arithmetic keeps: a larger stride puts
+        the second line beyond shared memory (smem_bytes.bit_length() + 6 bits) or, with the
+        global port, beyond the 32-bit space (32 bits), and is refused as out of range."""
         return 32 if p.global_port else p.smem_bytes.bit_length() + 6
 
     def __init__(self, params: Params):
