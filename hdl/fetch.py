@@ -49,9 +49,10 @@ class GlobalFetch(wiring.Component):
     A pass's slots hold 16-byte chunks at 32-bit addresses (a chunk of an 8-byte line may start
     in the upper half of its row, which lands with its halves swapped, as from the banks).
 
-    - **Requests.** The lowest slot not yet requested names a data-width line; the burst takes
-      that line and the following ones (up to ``axi_burst``, never across 4 KiB) while each
-      holds a slot not yet requested, and marks every slot in them requested. So every line
+    - **Requests.** The lowest slot not yet requested names a data-width line (registered:
+      a request every other cycle at most); the burst takes that line and the following ones
+      (up to ``axi_burst``, never across 4 KiB) while each holds a slot not yet requested, and
+      marks every slot in them requested. So every line
       the pass touches is read exactly once, in INCR bursts of full-width beats, one burst per
       free id (``axi_outstanding``).
     - **Data.** Each beat (any id order, beats of one id in order) fills every slot whose row
@@ -123,18 +124,24 @@ class GlobalFetch(wiring.Component):
         line = [[addr[c][s][lb:] for s in range(R)] for c in range(2)]
 
         # -- requests: the served pass's first, then the next one's ------------------------
-        rc = Signal(name="g_req_ctx")
+        # Two steps, so that no loop closes within a cycle: the lowest slot not yet requested
+        # names the burst's first line (a register, `sel`); from it, the burst and the slots it
+        # covers are decided, and the request leaves. The next line is chosen the cycle after.
+        rc = Signal(name="g_cand_ctx")
         m.d.comb += rc.eq(Mux(valid & pending[0].bool() & ~cur, 0,
                               Mux(valid & pending[1].bool() & cur, 1, ~cur)))
+        cand_pending = Signal(R, name="g_cand_pending")
+        m.d.comb += cand_pending.eq(Mux(rc, pending[1], pending[0]))
+        any_pending, first = BankScheduler.lowest([cand_pending[s] for s in range(R)])
+        cand_line = Signal(lw, name="g_cand_line")
+        m.d.comb += cand_line.eq(mux_tree(first, [Mux(rc, line[1][s], line[0][s]) for s in range(R)]))
+        sel_valid, sel_ctx, req_line = Signal(name="g_sel_valid"), Signal(name="g_sel_ctx"), Signal(lw, name="g_sel_line")
         req_pending = Signal(R, name="g_req_pending")
-        m.d.comb += req_pending.eq(Mux(rc, pending[1], pending[0]))
-        req_lines = [Mux(rc, line[1][s], line[0][s]) for s in range(R)]
+        m.d.comb += req_pending.eq(Mux(sel_ctx, pending[1], pending[0]))
+        req_lines = [Mux(sel_ctx, line[1][s], line[0][s]) for s in range(R)]
         busy_ids = Signal(p.axi_outstanding, name="g_busy_ids")
         id_ctx = Signal(p.axi_outstanding, name="g_id_ctx")          # the context of each id
         next_line = [Signal(lw, name=f"g_id{k}_line") for k in range(p.axi_outstanding)]
-        any_pending, first = BankScheduler.lowest([req_pending[s] for s in range(R)])
-        req_line = Signal(lw, name="g_req_line")
-        m.d.comb += req_line.eq(mux_tree(first, req_lines))
         # line j of the burst holds a slot not yet requested, and is on the first one's page
         holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
         for j in range(p.axi_burst):
@@ -151,17 +158,19 @@ class GlobalFetch(wiring.Component):
         covered = Signal(R, name="g_covered")
         m.d.comb += covered.eq(Cat(*[req_pending[s] & ((req_lines[s] - req_line)[:lw] < beats) for s in range(R)]))
         # ids in turn: the next one is a register, so the request's payload holds while it waits
-        # (an id only becomes free meanwhile; the requesting context changes only at a take,
-        # which makes the next pass the served one)
+        # (an id only becomes free meanwhile; `sel` and its context's pending slots change only
+        # when it leaves)
         free_id = Signal(range(p.axi_outstanding), name="g_next_id")
         free_any = ~busy_ids.bit_select(free_id, 1)
-        m.d.comb += [axi.arvalid.eq((valid | pre) & any_pending & free_any), axi.arid.eq(free_id),
+        m.d.comb += [axi.arvalid.eq(sel_valid & free_any), axi.arid.eq(free_id),
                      axi.araddr.eq(req_line << lb), axi.arlen.eq(beats - 1), axi.arsize.eq(lb),
                      axi.arburst.eq(1),                                      # INCR
                      axi.bready.eq(1)]
         ar = axi.arvalid & axi.arready
         with m.If(ar):
-            m.d.sync += free_id.eq(Mux(free_id == p.axi_outstanding - 1, 0, free_id + 1))
+            m.d.sync += [free_id.eq(Mux(free_id == p.axi_outstanding - 1, 0, free_id + 1)), sel_valid.eq(0)]
+        with m.Elif(~sel_valid & (valid | pre) & any_pending):
+            m.d.sync += [sel_valid.eq(1), sel_ctx.eq(rc), req_line.eq(cand_line)]
 
         # -- data ------------------------------------------------------------------------
         m.d.comb += axi.rready.eq(1)
@@ -182,7 +191,7 @@ class GlobalFetch(wiring.Component):
             with m.If(r & (axi.rid == k)):
                 m.d.sync += next_line[k].eq(next_line[k] + 1)
             with m.If(ar & (free_id == k)):
-                m.d.sync += [next_line[k].eq(req_line), id_ctx[k].eq(rc)]
+                m.d.sync += [next_line[k].eq(req_line), id_ctx[k].eq(sel_ctx)]
         release = Signal(p.axi_outstanding)
         m.d.comb += release.eq(Mux(r & axi.rlast, 1 << axi.rid, 0))
         m.d.sync += busy_ids.eq((busy_ids & ~release) | Mux(ar, 1 << free_id, 0))
@@ -219,7 +228,7 @@ class GlobalFetch(wiring.Component):
 
         # -- contexts ----------------------------------------------------------------------
         for c in range(2):
-            m.d.sync += [pending[c].eq(Mux(ar & (rc == c), pending[c] & ~covered, pending[c])),
+            m.d.sync += [pending[c].eq(Mux(ar & (sel_ctx == c), pending[c] & ~covered, pending[c])),
                          got[c].eq(got[c] | hit[c])]
         with m.If(self.advance):
             m.d.sync += win.eq(win + 1)
