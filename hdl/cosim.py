@@ -26,7 +26,6 @@ SIMULATORS = ("icarus", "verilator")
 
 #: Where the testbench's AXI memory holds a record's global image (its page offset kept).
 GMEM_AT = 0x10_0000
-AXI_PAGE = 4096
 #: Bytes of the testbench's AXI memory (reads past it answer SLVERR).
 GMEM_BYTES = 0x40_0000
 
@@ -78,7 +77,6 @@ class Layout:
                    result_regs=r["regs"].offset, regs_bits=Shape.cast(r["regs"].shape).width,
                    instr_space=dut.instr_layout["space"].offset,
                    axi_data_bits=dut.params.axi_data_bits if dut.params.global_port else 0,
-                   shared_window_base=dut.params.shared_window_base,
                    cycle_bits=CYCLE_BITS, error_bits=Shape.cast(Error).width,
                    tmem_columns=tmem.columns if tmem else 0,
                    tmem_instr=fields(tmem_instr_layout()) if tmem else None,
@@ -444,12 +442,13 @@ class RtlBackend:
         if len(image) > self.smem_bytes:
             raise ValueError(f"shared image of {len(image)} bytes exceeds the unit's {self.smem_bytes}")
         if ins.op == "wmma.load":
-            from .records import Space
+            from .fetch import AXI_PAGE
             from .params import Params
+            from .records import Space
             stride = r.get("stride", ins.stride if isinstance(ins.stride, int) else None)
             if stride is None:
                 stride = wmma_default_stride(ins)
-            space = {"shared": Space.SHARED, "global": Space.GLOBAL, "generic": Space.GENERIC}[ins.space].value
+            space = Space[ins.space.upper()].value
             addr = int(r["addr"])
             job = {"form": fid, "stride": int(stride), "image": image.hex(), "space": space}
             if rec.space == "shared":

@@ -181,6 +181,14 @@ def test_rtl_backend_names_bad_tcgen05_records(record, message):
     assert message in str(e.value)
 
 
+def test_rtl_backend_names_a_global_address_outside_its_image():
+    from tensorlsu.hdl.cosim import RtlBackend
+    (rec,) = trace.read(['{"instr": "wmma.load.a.sync.aligned.row.m16n16k16.global.f16", "stride": 16, '
+                         '"gmem": "' + "00" * 512 + '", "gmem_base": 4096, "addr": 8192}'])
+    with pytest.raises(ValueError, match="address 0x2000 outside the global image"):
+        RtlBackend().job(rec)
+
+
 def test_every_pair_of_overlapping_stmatrix_rows_is_refused():
     """Two threads storing one row is refused (OVERLAP) for every pair of rows of .x1, .x2 and
     .x4, whatever their distance: the unit checks the pairs over one or two cycles by
