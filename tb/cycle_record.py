@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Record, per instruction, the cycle the unit accepted it, the cycle of its last result beat,
-its bank cycles, its error code and a digest of its data, for the random regression and the
-H200 traces: two recordings of the same jobs compare equal exactly when the unit's behaviour
-is cycle-identical (the testbench's idle and back-pressure are seeded, so equal RTL behaviour
+its bank cycles, its error code and a digest of its data, for the random regression, the H200
+traces (shared, global and generic records, the global ones with AXI pauses), the sm_100
+Tensor Memory records and random four-warp Tensor Memory jobs with idle and back-pressure:
+two recordings of the same jobs compare equal exactly when the unit's behaviour is
+cycle-identical (the testbench's idle and back-pressure are seeded, so equal RTL behaviour
 gives equal stimulus).
 
     python tb/cycle_record.py --out before.json [--sim verilator] [--n 600]
@@ -28,7 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 TRACES = ("tb/data/h200_sm90.jsonl", "tb/data/h200_capture.jsonl")
 
 
+def _hash(x) -> str:
+    return hashlib.sha1(json.dumps(x).encode()).hexdigest()[:12]
+
+
 def digest(res: dict) -> dict:
+    if "tmem" in res:
+        return {"ports": {q: [{"accepted": r["accepted"], "done": r["done"], "data": _hash(r["beats"])}
+                              for r in rs] for q, rs in res["tmem"].items()},
+                "dump": _hash(res.get("tmem_dump"))}
     keep = {k: res[k] for k in ("accepted", "done", "cycles", "error") if k in res}
     keep["data"] = hashlib.sha1(json.dumps([res.get("beats"), res.get("dump")]).encode()).hexdigest()[:12]
     return keep
@@ -61,6 +71,34 @@ def main(argv=None) -> int:
             res, _ = run_jobs(jobs, sim=args.sim, policy=policy)
             out[f"{path} {policy}"] = [digest(r) for r in res]
             print(f"{path} {policy}: {len(res)} instructions", flush=True)
+        # global and generic wmma.load records, with AXI pauses and stream back-pressure
+        with open(ROOT / TRACES[1]) as f:
+            records = [r for r in trace.read(f) if r.space == "global"]
+        be = RtlBackend(sim=args.sim, policy=policy)
+        res, _ = run_jobs([be.job(r) for r in records], sim=args.sim, policy=policy, idle=0.2,
+                          backpressure=0.2)
+        out[f"global {policy}"] = [digest(r) for r in res]
+        print(f"global {policy}: {len(res)} instructions", flush=True)
+    # Tensor Memory: the sm_100 records, and random jobs of four warps at once
+    with open(ROOT / "tb/data/sm100_tmem.jsonl") as f:
+        records = list(trace.read(f))
+    be = RtlBackend(sim=args.sim)
+    for cols, members in be.groups(records).items():
+        jobs = []
+        for k in members:
+            try:
+                jobs.append(be.job(records[k]))
+            except ValueError:
+                pass
+        res, _ = run_jobs(jobs, sim=args.sim, tmem_columns=cols)
+        out[f"sm100 tmem{cols}"] = [digest(r) for r in res]
+        print(f"sm100 tmem{cols}: {len(res)} jobs", flush=True)
+    from test_tmem_rtl import COLS, _random_jobs
+    for seed in args.seeds:
+        jobs, _ = _random_jobs(seed, 12)
+        res, _ = run_jobs(jobs, sim=args.sim, tmem_columns=COLS, seed=seed, idle=0.25, backpressure=0.25)
+        out[f"tmem random seed {seed}"] = [digest(r) for r in res]
+        print(f"tmem random seed {seed}: {len(res)} jobs", flush=True)
     Path(args.out).write_text(json.dumps(out, indent=0))
     return 0
 
