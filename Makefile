@@ -30,15 +30,15 @@ venv: $(STAMP)
 # WAVES=1 writes waveforms (FST on Icarus, VCD on Verilator) into build/.
 sim: $(STAMP)
 	$(PY) tb/regress.py --n 300 --sim $(SIM) --policy $(POLICY) $(if $(WAVES),--waves)
-	$(PY) -m tensorlsu.sim replay $(TRACE) --backend rtl --sim $(SIM) --policy $(POLICY) \
+	$(PY) -m tensorlsu.cosim replay $(TRACE) --backend rtl --sim $(SIM) --policy $(POLICY) \
 		$(if $(WAVES),--waves)
-	$(PY) -m tensorlsu.sim replay tb/data/h200_capture.jsonl --backend rtl --sim $(SIM) \
+	$(PY) -m tensorlsu.cosim replay tb/data/h200_capture.jsonl --backend rtl --sim $(SIM) \
 		--policy $(POLICY)
-	$(PY) -m tensorlsu.sim replay tb/data/sm100_tmem.jsonl --backend rtl --sim $(SIM)
-	$(PY) -m tensorlsu.sim replay $(TRACE)
+	$(PY) -m tensorlsu.cosim replay tb/data/sm100_tmem.jsonl --backend rtl --sim $(SIM)
+	$(PY) -m tensorlsu.cosim replay $(TRACE)
 
 replay: $(STAMP)
-	$(PY) -m tensorlsu.sim replay $(TRACE)
+	$(PY) -m tensorlsu.cosim replay $(TRACE)
 
 # Long regression for nightly-scale runs (not in CI): make regress N=100000 SIM=verilator
 regress: $(STAMP)

@@ -10,14 +10,14 @@ from functools import reduce
 from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cover
-
-from tensorlsu.hdl import forms
-from tensorlsu.hdl.crossbar import BankCrossbar
-from tensorlsu.hdl.decompress import FORMAT_CODES, Decompressor
-from tensorlsu.hdl.lsu import Error, LoadStoreUnit
+from tensorlsu.hdl.codes import FORMAT_CODES, Error
+from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import GROUP_ROWS, Params
-from tensorlsu.hdl.scheduler import BankScheduler
-from tensorlsu.hdl.shuffle import LoadShuffle, StoreShuffle
+from tensorlsu.hdl.pipeline import forms
+from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
+from tensorlsu.hdl.smem.crossbar import BankCrossbar
+from tensorlsu.hdl.smem.decompress import Decompressor
+from tensorlsu.hdl.smem.scheduler import BankScheduler
 
 __all__ = ["SPECS", "handshake_rules"]
 
@@ -342,7 +342,7 @@ class PassQueueOrder(Elaboratable):
     (``AnyConst``) carries an arbitrary payload, which must come out as it went in."""
 
     def __init__(self, queue_cls=None):
-        from tensorlsu.hdl.passq import PassQueue
+        from tensorlsu.hdl.pipeline.passq import PassQueue
         self.dut = (queue_cls or PassQueue)(Params(smem_bytes=256))
 
     def elaborate(self, platform):
@@ -406,11 +406,11 @@ class RingRule(Elaboratable):
     constrained only by what those stages guarantee (assumed below)."""
 
     def __init__(self, schedule="h200", ring_cls=None):
-        from tensorlsu.hdl.ring import RowRing
+        from tensorlsu.hdl.pipeline.ring import RowRing
         self.dut = (ring_cls or RowRing)(Params(smem_bytes=256, schedule=schedule))
 
     def elaborate(self, platform):
-        from tensorlsu.hdl.records import ENTRIES
+        from tensorlsu.hdl.pipeline.records import ENTRIES
         m = Module()
         d = m.submodules.dut = self.dut
         tk = d.take
@@ -492,7 +492,7 @@ class BrokenWriteSelect(BankCrossbar):
 def _broken_ring():
     """A deliberately broken ring: the go-ahead forgets the head's remaining reads (the ring
     rule must fail on it)."""
-    from tensorlsu.hdl.ring import RowRing
+    from tensorlsu.hdl.pipeline.ring import RowRing
 
     class BrokenRing(RowRing):
         @staticmethod
@@ -504,7 +504,7 @@ def _broken_ring():
 def _broken_queue():
     """A deliberately broken pass queue: it drops the overlap verdict (the order proof must
     fail on it)."""
-    from tensorlsu.hdl.passq import PassQueue
+    from tensorlsu.hdl.pipeline.passq import PassQueue
 
     class BrokenQueue(PassQueue):
         def elaborate(self, platform):

@@ -15,17 +15,16 @@ comparisons (not the components' ordering keys).
 from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cover
-
-from tensorlsu.hdl.records import Error
-from tensorlsu.hdl.tmem import TmemQuadrant
-from tensorlsu.hdl.tmem_gather import TmemGather
-from tensorlsu.hdl.tmem_lanes import to_physical, to_virtual
-from tensorlsu.hdl.tmem_plan import PORTS, SHAPES, schedule
-from tensorlsu.hdl.tmem_records import CANONICAL_NAN, LANES, Kind, RedType, TmemParams
-from tensorlsu.hdl.tmem_reduce import TmemReduce
-from tensorlsu.hdl.tmem_scatter import TmemScatter
-
 from specs import handshake_rules  # noqa: E402  (formal/ is on the path: run.py)
+from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.params import TmemParams
+from tensorlsu.hdl.tmem.gather import TmemGather
+from tensorlsu.hdl.tmem.lanes import to_physical, to_virtual
+from tensorlsu.hdl.tmem.plan import PORTS, SHAPES, schedule
+from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
+from tensorlsu.hdl.tmem.records import CANONICAL_NAN, LANES, Kind, RedType
+from tensorlsu.hdl.tmem.reduce import TmemReduce
+from tensorlsu.hdl.tmem.scatter import TmemScatter
 
 __all__ = ["TMEM_SPECS"]
 

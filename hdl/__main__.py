@@ -7,10 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .emit import verilog_text
-from .header import header_text
 from .lsu import TOP, LoadStoreUnit
 from .params import POLICIES, Params
+from .verilog.emit import verilog_text
+from .verilog.header import header_text
 
 
 def main(argv=None) -> int:

@@ -28,18 +28,27 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import TOP
-from .accept import AcceptStage
-from .banks import SharedBanks
-from .fetch import AxiSignature, GlobalFetch
+from .codes import Error
+from .gmem.fetch import AxiSignature, GlobalFetch
 from .params import Params
-from .passq import PassQueue
-from .records import (ADDR_BITS, CYCLE_BITS, FORM_BITS, Error, ProgressSignature, TakeSignature, fill_layout,
-                      instr_layout, result_layout)
-from .result import ResultStage
-from .ring import RowRing
-from .serve import BankStage
-from .tmem import TmemQuadrant
-from .tmem_records import LANES, QUADRANTS, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
+from .pipeline.accept import AcceptStage
+from .pipeline.passq import PassQueue
+from .pipeline.records import (
+    ADDR_BITS,
+    CYCLE_BITS,
+    FORM_BITS,
+    ProgressSignature,
+    TakeSignature,
+    fill_layout,
+    instr_layout,
+    result_layout,
+)
+from .pipeline.result import ResultStage
+from .pipeline.ring import RowRing
+from .smem.banks import SharedBanks
+from .smem.serve import BankStage
+from .tmem.quadrant import TmemQuadrant
+from .tmem.records import LANES, QUADRANTS, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
 
 __all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "TOP"]
 
@@ -111,7 +120,7 @@ class LoadStoreUnit(wiring.Component):
             "dump_req": In(stream.Signature(unsigned(p.line_bits))),
             "dump": Out(stream.Signature(unsigned(8 * p.line_bytes))),
         } | ({} if not p.global_port else {
-            "axi": Out(AxiSignature(p.axi_data_bits, GlobalFetch.id_width(p))),
+            "axi": Out(AxiSignature(p.axi_data_bits, p.axi_id_bits)),
         }) | ({} if p.tmem is None else {
             "tmem_instr": In(stream.Signature(tmem_instr_layout())).array(QUADRANTS),
             "tmem_store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))).array(QUADRANTS),

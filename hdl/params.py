@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS, SMEM_BYTES
 
-__all__ = ["Params", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "ROW_BITS", "GROUP_ROWS"]
+__all__ = ["Params", "TmemParams", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "ROW_BITS", "GROUP_ROWS",
+           "TMEM_LANES", "TMEM_QUADRANTS"]
 
 
 class Policy(str, enum.Enum):
@@ -32,6 +33,31 @@ MAX_SMEM_BYTES = SMEM_BYTES
 ROW_BYTES = 16
 #: Bits of one row (a bank quad's word, a row-buffer slot).
 ROW_BITS = 8 * ROW_BYTES
+#: Lanes of one Tensor Memory quadrant (and threads of a warp).
+TMEM_LANES = 32
+#: Lane quadrants of Tensor Memory (warps of a warpgroup).
+TMEM_QUADRANTS = 4
+
+
+@dataclass(frozen=True)
+class TmemParams:
+    """Parameters of the Tensor Memory: ``columns`` per lane, a power of two from 32 to 512;
+    ``banks`` of a quadrant's memory, 2 (by column parity: four column accesses a step, the
+    rates of docs/ARCHITECTURE.md) or 1 (two accesses a step, about half the logic)."""
+
+    columns: int = 512
+    banks: int = 2
+
+    def __post_init__(self):
+        c = self.columns
+        if not isinstance(c, int) or isinstance(c, bool) or c < 32 or c > 512 or c & (c - 1):
+            raise ValueError(f"tmem columns must be a power of two from 32 to 512, not {c!r}")
+        if self.banks not in (1, 2) or isinstance(self.banks, bool):
+            raise ValueError(f"tmem banks must be 1 or 2, not {self.banks!r}")
+
+    @property
+    def col_bits(self) -> int:
+        return (self.columns - 1).bit_length()
 
 
 @dataclass(frozen=True)
@@ -143,8 +169,12 @@ class Params:
     @property
     def tmem(self):
         """The Tensor Memory's parameters, or None without one."""
-        from .tmem_records import TmemParams
         return TmemParams(self.tmem_columns, self.tmem_banks) if self.tmem_columns else None
+
+    @property
+    def axi_id_bits(self) -> int:
+        """Width of the AXI ids of the global port: one id per outstanding burst."""
+        return max(1, (self.axi_outstanding - 1).bit_length())
 
     @property
     def global_port(self) -> bool:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tensorlsu.hdl import forms  # noqa: E402
-from tensorlsu.hdl.cosim import run_jobs  # noqa: E402
+from tensorlsu.cosim.runner import run_jobs  # noqa: E402
+from tensorlsu.hdl.pipeline import forms  # noqa: E402
 from tensorlsu.sim import model, ptx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,9 +153,9 @@ def bench_global(sim: str) -> list[dict]:
     """Every fragment size from global memory (cocotbext-axi's AxiRam behind the AXI port, no
     pauses), 16 back to back at each stride: cycles per instruction, fragment bytes per clock,
     and the port's line beats per clock against its limit (one beat a clock)."""
-    from tensorlsu.hdl.cosim import GMEM_AT
+    from tensorlsu.cosim.layout import GMEM_AT
+    from tensorlsu.hdl.codes import Space
     from tensorlsu.hdl.params import Params
-    from tensorlsu.hdl.records import Space
     from tensorlsu.sim import layouts
     p = Params()
     lb = p.axi_data_bits // 8
@@ -207,8 +207,8 @@ TMEM_LIMIT = {"tcgen05.ld": 256, "tcgen05.st": 128}
 def bench_tmem(sim: str):
     """Every tcgen05.ld / tcgen05.st shape, .num and packing alone on quadrant 0 (cycles from
     acceptance to the last beat, no back-pressure); then four quadrants at once."""
-    from tensorlsu.hdl.cosim import tmem_instr_job
-    from tensorlsu.hdl.tmem_plan import NUMS, SHAPES
+    from tensorlsu.cosim.jobs import tmem_instr_job
+    from tensorlsu.hdl.tmem.plan import NUMS, SHAPES
     from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
     jobs, meta = [], []
     for op in ("tcgen05.ld", "tcgen05.st"):

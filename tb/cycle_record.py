@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from regress import flatten, make_jobs  # noqa: E402
-
-from tensorlsu.hdl.cosim import RtlBackend, run_jobs  # noqa: E402
+from tensorlsu.cosim.backend import RtlBackend  # noqa: E402
+from tensorlsu.cosim.runner import run_jobs  # noqa: E402
 from tensorlsu.sim import trace  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

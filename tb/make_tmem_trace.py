@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
 
 WIDTH = {"32x32b": 1, "16x32bx2": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8}

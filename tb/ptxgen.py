@@ -67,7 +67,7 @@ _WMMA_TYPES = ["f16", "bf16", "tf32", "f64", "s8", "u8", "s4", "u4", "b1", "f32"
 
 
 def _wmma(rng: random.Random) -> list[str]:
-    from tensorlsu.sim import ptx  # register counts of legal forms come from the texts' tables
+    from tensorlsu.sim import ptx
     out = []
     for frag, layout, shape, ty, sp in itertools.product(
             "abc", ("row", "col"), _WMMA_SHAPES, _WMMA_TYPES,

@@ -20,11 +20,10 @@ import sys
 import time
 
 import numpy as np
-
-from tensorlsu.hdl import forms
-from tensorlsu.hdl.cosim import run_jobs
-from tensorlsu.hdl.lsu import Error
+from tensorlsu.cosim.runner import run_jobs
+from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import layouts, model
 
 ROW = 16

@@ -5,12 +5,11 @@ Expected values: the model's refusals (tensorlsu.sim.model raises ModelError for
 inputs; the unit's codes are named in hdl/records.py), and the pass counts of the form tables."""
 
 import pytest
-
 from stagesim import simulate
-from tensorlsu.hdl import forms
-from tensorlsu.hdl.accept import AcceptStage
+from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.params import Params
-from tensorlsu.hdl.records import Error, Space
+from tensorlsu.hdl.pipeline import forms
+from tensorlsu.hdl.pipeline.accept import AcceptStage
 from tensorlsu.sim import ptx
 
 SMEM = 16 * 1024

@@ -7,8 +7,8 @@ line addr / line_bytes), derived by hand."""
 import random
 
 from stagesim import simulate
-from tensorlsu.hdl.banks import SharedBanks
 from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.smem.banks import SharedBanks
 
 P = Params(smem_bytes=1024)             # 8 lines of 128 bytes
 

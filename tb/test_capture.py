@@ -10,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import ptxgen
+import pytest
 from conftest import DATA
 from tensorlsu.sim import trace
 

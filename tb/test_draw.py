@@ -5,8 +5,8 @@ import random
 import re
 
 import pytest
-
-from tensorlsu.sim import cli, draw, model, ptx
+from tensorlsu.cosim import cli
+from tensorlsu.sim import draw, model, ptx
 
 
 def _svg_cells(text):

@@ -12,12 +12,11 @@ import random
 
 import numpy as np
 import pytest
-
 from stagesim import simulate
-from tensorlsu.hdl import forms
-from tensorlsu.hdl.fetch import AXI_PAGE, AxiResp, GlobalFetch
+from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.gmem.fetch import AXI_PAGE, AxiResp, GlobalFetch
 from tensorlsu.hdl.params import Params
-from tensorlsu.hdl.records import Error
+from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import ptx
 
 GMEM = 1 << 16          # the image: global addresses 0 … 64 KiB

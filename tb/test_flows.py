@@ -66,7 +66,7 @@ def _mux_equivalence(tmp_path, mux_map: str) -> subprocess.CompletedProcess:
     equal to the source for all inputs."""
     from amaranth import Cat, Elaboratable, Module, Signal
     from amaranth.back import rtlil
-    from tensorlsu.hdl.mux import mux_tree
+    from tensorlsu.hdl.lib.mux import mux_tree
     sys.path.insert(0, str(ROOT / "synth"))
     import run
 

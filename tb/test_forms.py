@@ -3,8 +3,7 @@ unit's datapath uses them and compared with the model (itself pinned by the H200
 
 import numpy as np
 import pytest
-
-from tensorlsu.hdl import forms
+from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import model, ptx
 
 WMMA_IDS = [f for f in range(len(forms.FORMS)) if forms.info(f).wmma]

@@ -8,7 +8,6 @@ include/cute/arch/copy_sm100.hpp), evaluated with a small CuTe layout function w
 
 import numpy as np
 import pytest
-
 from tensorlsu.sim import layouts, ptx
 
 

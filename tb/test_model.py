@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from tensorlsu.sim import decompress as dz
 from tensorlsu.sim import model, ptx
 from tensorlsu.sim.model import ModelError

@@ -3,8 +3,7 @@
 import pytest
 from amaranth import Module, Signal
 from amaranth.sim import Simulator
-
-from tensorlsu.hdl.mux import mux_tree
+from tensorlsu.hdl.lib.mux import mux_tree
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8])

@@ -7,11 +7,10 @@ Expected values: the queue's contract (hdl/passq.py's docstring), derived by han
 import random
 
 import pytest
-
 from stagesim import simulate
+from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import Params
-from tensorlsu.hdl.passq import PassQueue
-from tensorlsu.hdl.records import Error
+from tensorlsu.hdl.pipeline.passq import PassQueue
 
 
 def test_depth_must_be_two():

@@ -4,7 +4,6 @@ Expected values come from the PTX ISA 9.0 texts (syntax, Table 49, Target ISA no
 """
 
 import pytest
-
 from tensorlsu.sim import ptx
 from tensorlsu.sim.ptx import PtxError, parse
 

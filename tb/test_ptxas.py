@@ -7,9 +7,8 @@ them (ptxgen.ptxas_extra, docs/ptxas.md); there the texts win and parse must ref
 
 import collections
 
-import pytest
-
 import ptxgen
+import pytest
 from tensorlsu.sim import ptx
 
 

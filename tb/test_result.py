@@ -6,13 +6,12 @@ Expected values: the model (tensorlsu.sim.model.ldmatrix, pinned by the H200 vec
 registers; the result port's contract (docs, hdl/lsu.py) for beats, errors and cycles."""
 
 import numpy as np
-
 from stagesim import simulate
-from tensorlsu.hdl import forms
-from tensorlsu.hdl.decode import form_constants
+from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import Params
-from tensorlsu.hdl.records import Error
-from tensorlsu.hdl.result import ResultStage
+from tensorlsu.hdl.pipeline import forms
+from tensorlsu.hdl.pipeline.decode import form_constants
+from tensorlsu.hdl.pipeline.result import ResultStage
 from tensorlsu.sim import model, ptx
 
 P = Params()

@@ -6,10 +6,10 @@ takes the next ``blocks`` blocks after the previous load's, its first block roun
 multiple of ``align + 1``; a refused pass takes none; a window may not be served while it
 meets a block the head (another entry) still reads, or a waiting entry's blocks."""
 
-from tensorlsu.hdl.params import Params
-from tensorlsu.hdl.records import Error
 from stagesim import simulate
-from tensorlsu.hdl.ring import RowRing
+from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.pipeline.ring import RowRing
 
 
 def _take(ctx, dut, *, tail, blocks, align=0, load=1, err=Error.NONE):

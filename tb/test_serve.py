@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 from amaranth import Elaboratable, Module
 from amaranth.lib import wiring
-
 from stagesim import simulate
-from tensorlsu.hdl import forms
-from tensorlsu.hdl.banks import SharedBanks
-from tensorlsu.hdl.decode import form_constants
 from tensorlsu.hdl.params import Params
-from tensorlsu.hdl.serve import BankStage
+from tensorlsu.hdl.pipeline import forms
+from tensorlsu.hdl.pipeline.decode import form_constants
+from tensorlsu.hdl.smem.banks import SharedBanks
+from tensorlsu.hdl.smem.serve import BankStage
 from tensorlsu.sim import model, ptx
 
 SMEM = 4096

@@ -7,9 +7,8 @@ import random
 
 import pytest
 from amaranth.sim import Simulator
-
-from tensorlsu.hdl import forms
-from tensorlsu.hdl.shuffle import LoadShuffle
+from tensorlsu.hdl.pipeline import forms
+from tensorlsu.hdl.pipeline.shuffle import LoadShuffle
 
 # one form of each kind of beat span: 8-row (x4), 16-row (.m16n16), 32-slot (.c .f64 row),
 # two passes (.c .f32 16×16)

@@ -9,15 +9,15 @@ import random
 
 import numpy as np
 import pytest
-
 from stagesim import simulate
-from tmemgen import random_case
-from tensorlsu.hdl.records import Error
-from tensorlsu.hdl.tmem import TmemQuadrant
-from tensorlsu.hdl.tmem_records import LANES, Kind, TmemParams, instr_fields
-from tensorlsu.hdl.tmem_plan import NUMS, SHAPES
+from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.params import TmemParams
+from tensorlsu.hdl.tmem.plan import NUMS, SHAPES
+from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
+from tensorlsu.hdl.tmem.records import LANES, Kind, instr_fields
 from tensorlsu.sim import model, ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
+from tmemgen import random_case
 
 COLS = 64
 
@@ -200,7 +200,7 @@ def test_step_table_is_the_layout_table(banks):
     piece of every thread exactly once, at the lane and column ``layouts.tmem_table`` gives it
     (a packed register's halves in columns 2c and 2c + 1). The formal specs prove that the
     gather and scatter do what the rows say; this closes the loop to the PTX layout."""
-    from tensorlsu.hdl.tmem_plan import plan, schedule
+    from tensorlsu.hdl.tmem.plan import plan, schedule
     from tensorlsu.sim import layouts
     sch = schedule(banks)
     forms = list(sch.forms())

@@ -10,12 +10,13 @@ import random
 
 import numpy as np
 import pytest
-
 from conftest import DATA
+from tensorlsu.cosim import cli
+from tensorlsu.cosim.jobs import quadrant_image, tmem_from_dumps, tmem_instr_job, tmem_outcome
+from tensorlsu.cosim.runner import run_jobs
+from tensorlsu.hdl.codes import Error
+from tensorlsu.sim import model
 from tmemgen import random_case
-from tensorlsu.hdl.cosim import quadrant_image, run_jobs, tmem_from_dumps, tmem_instr_job, tmem_outcome
-from tensorlsu.hdl.records import Error
-from tensorlsu.sim import cli, model
 
 SIMS = ["icarus", "verilator"]
 COLS = 64          # the Tensor Memory the tests build (the sm100 test data's allocation)

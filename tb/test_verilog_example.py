@@ -9,13 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tensorlsu.hdl import forms
-from tensorlsu.hdl.cosim import Layout
-from tensorlsu.hdl.header import form_macro
+from tensorlsu.cosim.layout import Layout
+from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params
-from tensorlsu.hdl.records import Error
+from tensorlsu.hdl.pipeline import forms
+from tensorlsu.hdl.verilog.header import form_macro
 from tensorlsu.sim import ptx
 
 ROOT = Path(__file__).resolve().parent.parent

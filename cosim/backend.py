@@ -1,0 +1,216 @@
+"""The RTL backend of ``tensorlsu replay``: trace records as jobs through the unit's Verilog, and
+what the unit produced as the model's outcomes."""
+
+from __future__ import annotations
+
+from tensorlsu.hdl.codes import Error, Space
+from tensorlsu.hdl.gmem.fetch import AXI_PAGE
+from tensorlsu.hdl.params import MAX_SMEM_BYTES, ROW_BYTES, Params, TmemParams
+from tensorlsu.hdl.pipeline.forms import form_id
+from tensorlsu.sim import model
+from tensorlsu.sim.layouts import wmma_lines
+from tensorlsu.sim.model import TMEM_COLS, wmma_default_stride
+from tensorlsu.sim.ptx import WMMA_BITS
+from tensorlsu.sim.trace import emitted_image
+
+from .jobs import quadrant_image, tmem_from_dumps, tmem_instr_job, tmem_outcome
+from .layout import GMEM_AT
+from .runner import run_jobs
+
+__all__ = ["RtlBackend"]
+
+
+#: What a refusal's error code says, in words the model's messages share.
+_REFUSALS = {"QUADRANT": "lanes outside the warp's quadrant",
+             "COLUMNS": "columns reach beyond the last column",
+             "SPLIT": "immHalfSplitoff missing, negative, not for this shape or overlapping",
+             "UNSUPPORTED": "a form or reduction the unit does not have"}
+
+
+class RtlBackend:
+    """``tensorlsu replay --backend rtl``: the records through the unit's Verilog.
+
+    Records are collected by :meth:`execute_all`. Shared-memory records run in one
+    simulation. tcgen05 records run in one simulation per Tensor Memory size (a record's
+    ``tmem_cols``, 512 when absent: the unit is built with that many columns, so that its
+    column check is the allocation's), the shared-memory records with the first of them, so
+    one unit runs every family. What the unit lacks (global memory) is refused with a message
+    saying so.
+    """
+
+    name = "rtl"
+
+    def __init__(self, sim: str = "icarus", policy: str = "h200", smem_bytes: int = 16 * 1024,
+                 waves: bool = False, progress: bool = False):
+        self.sim, self.policy, self.smem_bytes, self.waves = sim, policy, smem_bytes, waves
+        self.progress = progress
+        self.seconds = 0.0
+
+    @staticmethod
+    def smem_bytes_for(records) -> int:
+        """The smallest shared memory the unit can be built with (whole lines, at least the
+        default size) that holds every record's image, the rows it addresses and a wmma.load's
+        matrix; at most the largest the unit has (records beyond it are refused, by name)."""
+        default = Params()
+        need = default.smem_bytes
+        for rec in records:
+            r, ins = rec.raw, rec.ins
+            need = max(need, len(r.get("smem", "")) // 2)
+            a = r.get("addr")
+            if isinstance(a, list):
+                need = max(need, max(a) + ROW_BYTES)
+            elif isinstance(a, int) and ins.op == "wmma.load" and rec.space == "shared":
+                lines, line_bytes = wmma_lines(ins)
+                stride = r.get("stride", ins.stride if isinstance(ins.stride, int) else wmma_default_stride(ins))
+                need = max(need, a + (lines - 1) * stride * WMMA_BITS[ins.type] // 8 + line_bytes)
+        line = default.line_bytes
+        return min(MAX_SMEM_BYTES, -(-need // line) * line)
+
+    def job(self, rec) -> dict:
+
+        r, ins = rec.raw, rec.ins
+        if ins.op in ("tcgen05.ld", "tcgen05.st"):
+            return self.tmem_job(rec)
+        if ins.op not in ("ldmatrix", "stmatrix", "wmma.load"):
+            raise ValueError(f"the RTL has no {ins.op}")
+        fid = form_id(ins)
+        image = bytes.fromhex(r.get("smem", ""))
+        if len(image) > self.smem_bytes:
+            raise ValueError(f"shared image of {len(image)} bytes exceeds the unit's {self.smem_bytes}")
+        if ins.op == "wmma.load":
+            stride = r.get("stride", ins.stride if isinstance(ins.stride, int) else None)
+            if stride is None:
+                stride = wmma_default_stride(ins)
+            space = Space[ins.space.upper()].value
+            addr = int(r["addr"])
+            job = {"form": fid, "stride": int(stride), "image": image.hex(), "space": space}
+            if rec.space == "shared":
+                # a generic record's shared address is a window offset
+                job["addr"] = addr + (Params().shared_window_base if ins.space == "generic" else 0)
+                return job
+            # global: the image goes to the AXI memory at GMEM_AT, keeping its offset within a
+            # 4 KiB page (so bursts meet page ends where they did on the hardware)
+            gmem, base = bytes.fromhex(r.get("gmem", "")), int(r.get("gmem_base", 0))
+            at = GMEM_AT + base % AXI_PAGE
+            if not base <= addr < base + max(len(gmem), 1):
+                raise ValueError(f"wmma.load: address 0x{addr:x} outside the global image")
+            job.update(addr=addr - base + at, gmem=gmem.hex(), gmem_at=at)
+            return job
+        if not isinstance(r.get("addr"), list):
+            raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
+        job = {"form": fid, "addr": r["addr"], "image": image.hex()}
+        if ins.op == "stmatrix":
+            regs = r.get("regs") or [[0] * ins.nregs for _ in range(32)]     # absent: zeros
+            job["store"] = [[regs[t][k] for t in range(32)] for k in range(ins.nregs)]
+            # the whole image back; without one, all of shared memory (trailing zeros dropped)
+            job["dump_lines"] = -(-(len(image) or self.smem_bytes) // Params().line_bytes)
+        return job
+
+    @staticmethod
+    def tmem_cols(rec) -> int:
+        return int(rec.raw.get("tmem_cols", TMEM_COLS))
+
+    def tmem_job(self, rec) -> dict:
+        """A tcgen05 record as a job: all four quadrants' images in, the instruction on the
+        port of its warp's quadrant; after a store, all four quadrants out."""
+        r, ins = rec.raw, rec.ins
+        for k in ("taddr", "warp"):
+            if not isinstance(r.get(k), int):
+                raise ValueError(f"{ins.op} needs an integer '{k}'")
+        taddr, warp, cols = r["taddr"], r["warp"], self.tmem_cols(rec)
+        if not 0 <= taddr < 1 << 32:
+            raise ValueError(f"{ins.op}: taddr 0x{taddr:x} is not a 32-bit Tensor Memory address")
+        if warp < 0:
+            raise ValueError(f"{ins.op}: warp index {warp} is negative")
+        split = r.get("split", ins.split)
+        if ins.split is not None and split != ins.split:
+            raise ValueError(f"{ins.op}: immHalfSplitoff {split} differs from the operand {ins.split}")
+        try:
+            tm = model.tmem_image(bytes.fromhex(r.get("tmem", "")), cols)
+        except model.ModelError as e:
+            raise ValueError(str(e)) from None
+        regs = r.get("regs") if ins.op == "tcgen05.st" else None
+        job = {"tmem_image": {str(q): quadrant_image(tm, q) for q in range(4)},
+               "tmem": {str(warp % 4): [tmem_instr_job(ins, taddr, warp, split, regs)]}}
+        if ins.op == "tcgen05.st":
+            job["tmem_dump"] = True
+        return job
+
+    def groups(self, records) -> dict:
+        """Record indices per Tensor Memory size of the unit that runs them (0: none)."""
+
+        def valid(rec):
+            try:
+                TmemParams(self.tmem_cols(rec))
+                return True
+            except ValueError:      # refused by its job, in any unit
+                return False
+        tm = [k for k, rec in enumerate(records)
+              if rec.ins.op in ("tcgen05.ld", "tcgen05.st") and valid(rec)]
+        out = {}
+        for k in tm:
+            out.setdefault(self.tmem_cols(records[k]), []).append(k)
+        first = next(iter(out), 0)
+        out.setdefault(first, [])
+        out[first] = sorted(out[first] + [k for k in range(len(records)) if k not in set(tm)])
+        return out
+
+    def execute_all(self, records) -> list[dict]:
+        produced = [None] * len(records)
+        self.seconds = 0.0
+        for cols, members in self.groups(records).items():
+            for k, out in zip(members, self._execute([records[k] for k in members], cols)):
+                produced[k] = out
+        return produced
+
+    def _execute(self, records, tmem_columns: int) -> list[dict]:
+        jobs, index, produced = [], [], [None] * len(records)
+        for k, rec in enumerate(records):
+            try:
+                jobs.append(self.job(rec))
+                index.append(k)
+            except ValueError as e:
+                produced[k] = {"error": str(e)}
+        if jobs:
+            results, seconds = run_jobs(jobs, sim=self.sim, policy=self.policy, progress=self.progress,
+                                        smem_bytes=self.smem_bytes, tmem_columns=tmem_columns,
+                                        waves=self.waves)
+            self.seconds += seconds
+            for k, job, res in zip(index, jobs, results):
+                rec = records[k]
+                if "tmem" in job:
+                    produced[k] = self._tmem_produced(rec, job, res, tmem_columns)
+                    continue
+                if res["error"]:
+                    produced[k] = {"error": f"the RTL refused the instruction: {Error(res['error']).name}"}
+                elif rec.ins.op == "ldmatrix":
+                    produced[k] = {"regs": [list(x) for x in zip(*res["beats"])],
+                                   "wavefronts": res["cycles"]}
+                elif rec.ins.op == "wmma.load":
+                    produced[k] = {"regs": [list(x) for x in zip(*res["beats"])]}
+                    if rec.ins.space == "shared":     # the bank rule is shared memory's
+                        produced[k]["wavefronts"] = res["cycles"]
+                else:
+                    n = len(bytes.fromhex(job["image"])) or self.smem_bytes
+                    produced[k] = {"smem": emitted_image(rec.raw, bytes.fromhex(res["dump"])[:n]),
+                                   "wavefronts": res["cycles"]}
+                # where it ran, for failure messages (not part of an emitted record)
+                produced[k]["_at"] = {"accepted": res["accepted"], "done": res["done"]}
+        return produced
+
+    @staticmethod
+    def _tmem_produced(rec, job, res, cols) -> dict:
+        (port_results,) = res["tmem"].values()
+        (one,) = port_results
+        try:
+            out = tmem_outcome(rec.ins, one)
+        except AssertionError as e:
+            return {"error": f"the RTL broke the result port's rules: {e}"}
+        if "error" in out:
+            name = Error(out["error"]).name
+            return {"error": f"the RTL refused the instruction: {name} ({_REFUSALS.get(name, '?')})"}
+        if rec.ins.op == "tcgen05.st":
+            image = tmem_from_dumps(res["tmem_dump"], cols)
+            out = {"tmem": emitted_image(rec.raw, image.astype("<u4").tobytes(), "tmem")}
+        out["_at"] = {"accepted": one["accepted"], "done": one["done"]}
+        return out

@@ -1,0 +1,125 @@
+"""Command line: ``tensorlsu replay TRACE.jsonl [--backend model] [--emit FILE]`` and
+``tensorlsu draw FORM [--out FILE.svg|.png] [--addr A,B,... --policy h200|packed]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from tensorlsu.sim import trace
+
+__all__ = ["main"]
+
+
+def _replay(args) -> int:
+    if args.backend == "rtl":
+        try:
+            from tensorlsu.cosim.backend import RtlBackend
+        except ImportError as e:
+            print(f"tensorlsu replay: the rtl backend needs the dev extras ({e})", file=sys.stderr)
+            return 2
+    t0 = time.perf_counter()
+    try:
+        with open(args.trace) as f:
+            records = list(trace.read(f))
+        if args.select:
+            prefixes = tuple(args.select.split(","))
+            records = [r for r in records if r.raw["instr"].startswith(prefixes)]
+        if args.space:
+            records = [r for r in records if r.space == args.space]
+        if args.backend == "rtl":
+            size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
+            backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size,
+                                 progress=True)
+            print(f"replay: {len(records)} records of {args.trace} through the RTL ({args.sim}, {args.policy}, "
+                  f"{size} bytes of shared memory); simulator logs in build/", flush=True)
+        else:
+            backend = trace.ModelBackend(policy=args.policy, smem_bytes=args.smem_bytes)
+        outcomes = list(trace.run(records, backend))
+    except OSError as e:
+        print(f"tensorlsu replay: {e}", file=sys.stderr)
+        return 2
+    except trace.TraceError as e:
+        print(f"tensorlsu replay: {args.trace}: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:        # a --smem-bytes the unit cannot be built with
+        print(f"tensorlsu replay: {e}", file=sys.stderr)
+        return 2
+    dt = time.perf_counter() - t0
+    if args.emit:
+        with open(args.emit, "w") as f:
+            for o in outcomes:
+                f.write(json.dumps(trace.emitted(o), separators=(",", ":")) + "\n")
+    print(trace.format_table(trace.summarize(outcomes)))
+    failed = [o for o in outcomes if not o.passed]
+    for o in failed[: args.show]:
+        print(f"FAIL line {o.record.line} {o.record.form}, policy {args.policy}{trace.where(o)}: "
+              f"{'; '.join(o.failures)}")
+    if len(failed) > args.show:
+        print(f"… and {len(failed) - args.show} more failures")
+    sim = f", {args.sim} {getattr(backend, 'seconds', 0):.1f} s simulating" if args.backend == "rtl" else ""
+    print(f"{len(outcomes)} records, {len(outcomes) - len(failed)} passed, {len(failed)} failed "
+          f"({args.backend}, policy {args.policy}, {dt:.2f} s{sim})")
+    return 1 if failed else 0
+
+
+def _draw(args) -> int:
+    from tensorlsu.sim import draw
+    from tensorlsu.sim.model import ModelError
+    from tensorlsu.sim.ptx import PtxError, parse
+    try:
+        ins = parse(args.form, args.target)
+        if args.addr is None:
+            grid = draw.layout(ins)
+        else:
+            try:
+                addr = [int(x, 0) for x in args.addr.split(",")]
+            except ValueError:
+                raise ValueError(f"--addr {args.addr!r}: expected comma-separated integers") from None
+            grid = draw.schedule(ins, addr, args.policy)
+        out = args.out or "".join(ch if ch.isalnum() else "_" for ch in ins.form) + ".svg"
+        draw.save(grid, out)
+    except (PtxError, ModelError, ValueError) as e:
+        print(f"tensorlsu draw: {e}", file=sys.stderr)
+        return 2
+    print(f"tensorlsu draw: {grid.title} -> {out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="tensorlsu", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("replay", help="run a JSON-lines trace and compare with its expectations")
+    r.add_argument("trace", help="trace file (JSON lines, format version 1)")
+    r.add_argument("--backend", default="model", choices=["model", "rtl"])
+    r.add_argument("--sim", default="icarus", choices=["icarus", "verilator"],
+                   help="simulator of the rtl backend")
+    r.add_argument("--policy", default="h200", choices=["h200", "packed"],
+                   help="bank scheduling policy used for wavefronts")
+    r.add_argument("--smem-bytes", type=int, metavar="N",
+                   help="shared memory of records without 'smem' (model: 228 KiB) and of the unit "
+                        "(rtl: the smallest size that holds every record's rows and image)")
+    r.add_argument("--select", metavar="PREFIXES",
+                   help="only records whose instruction starts with one of these (comma-separated)")
+    r.add_argument("--space", choices=["shared", "global", "tensor"],
+                   help="only records that access this memory (the rtl backend has shared and Tensor Memory, no global)")
+    r.add_argument("--waves", action="store_true",
+                   help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
+    r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
+    r.add_argument("--show", type=int, default=20, metavar="N", help="print at most N failures")
+    d = sub.add_parser("draw", help="picture of a form's layout (who holds which element), or of the "
+                                    "bank quads' cycles for an ldmatrix / stmatrix address pattern")
+    d.add_argument("form", help='instruction text, e.g. "ldmatrix.sync.aligned.m8n8.x4.shared.b16"')
+    d.add_argument("--out", metavar="FILE", help="picture to write, .svg or .png (default: FORM.svg)")
+    d.add_argument("--target", default="sm_100a", help="target the form is parsed for")
+    d.add_argument("--addr", metavar="A,B,...", help="ldmatrix / stmatrix row addresses (thread order): "
+                                                     "draw the bank-quad schedule instead of the layout")
+    d.add_argument("--policy", default="h200", choices=["h200", "packed"], help="schedule of --addr")
+    args = p.parse_args(argv)
+    return _draw(args) if args.cmd == "draw" else _replay(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

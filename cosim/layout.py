@@ -1,0 +1,88 @@
+"""The unit's port payloads as the testbench packs and unpacks them, and where the testbench's
+AXI memory lies: plain Python, no RTL import, so that the host side and the cocotb side share
+it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Layout", "GMEM_AT", "GMEM_BYTES"]
+
+#: Where the testbench's AXI memory holds a record's global image (its page offset kept).
+GMEM_AT = 0x10_0000
+#: Bytes of the testbench's AXI memory (reads past it answer SLVERR).
+GMEM_BYTES = 0x40_0000
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Bit positions of the unit's stream payloads, made from the Amaranth layouts on the host side
+    (:func:`tensorlsu.cosim.runner.layout_of`) and read by the cocotb side from the jobs file."""
+
+    lanes: int
+    smem_bytes: int
+    line_bytes: int
+    form_bits: int
+    addr_bits: int
+    line_bits: int
+    result_error: int
+    result_last: int
+    result_cycles: int
+    result_regs: int
+    regs_bits: int
+    instr_space: int
+    cycle_bits: int
+    error_bits: int
+    #: data width of the global AXI port (0: none); where generic addresses see shared memory
+    axi_data_bits: int = 0
+    shared_window_base: int = 0
+    #: Tensor Memory columns (0: none) and the (offset, width) of each field of the quadrant
+    #: ports' payloads
+    tmem_columns: int = 0
+    tmem_instr: dict | None = None
+    tmem_result: dict | None = None
+    tmem_fill_data: int = 0
+
+    def pack_tmem_instr(self, fields: dict) -> int:
+        v = 0
+        for name, x in fields.items():
+            off, width = self.tmem_instr[name]
+            v |= (int(x) & ((1 << width) - 1)) << off
+        return v
+
+    def pack_tmem_fill(self, col: int, words) -> int:
+        return col | self.pack_words(words) << self.tmem_fill_data
+
+    def unpack_tmem_result(self, v: int) -> dict:
+        out = {name: (v >> off) & ((1 << width) - 1) for name, (off, width) in self.tmem_result.items()
+               if name != "data"}
+        off = self.tmem_result["data"][0]
+        words = [(v >> (off + 32 * k)) & 0xFFFFFFFF for k in range(2 * self.lanes)]
+        out["data"] = [words[:self.lanes], words[self.lanes:]]
+        return out
+
+    def pack_instr(self, form: int, addr, stride: int = 0, space: int = 0) -> int:
+        """``addr``: 32 row addresses, or one wmma.load matrix address (given to every lane)."""
+        if isinstance(addr, int):
+            addr = [addr] * self.lanes
+        v = form
+        mask = (1 << self.addr_bits) - 1
+        for i, a in enumerate(addr):
+            # addresses that do not fit the operand become the last one (out of range)
+            a = a if 0 <= a <= mask else mask
+            v |= a << (self.form_bits + self.addr_bits * i)
+        stride = stride if 0 <= stride <= mask else mask
+        return v | stride << (self.form_bits + self.addr_bits * self.lanes) | space << self.instr_space
+
+    def pack_words(self, words) -> int:
+        return sum(int(w) << (32 * i) for i, w in enumerate(words))
+
+    def pack_fill(self, line: int, chunk: bytes) -> int:
+        return line | int.from_bytes(chunk, "little") << self.line_bits
+
+    def unpack_result(self, v: int) -> dict:
+        return {"data": [(v >> (32 * t)) & 0xFFFFFFFF for t in range(self.lanes)],
+                "error": (v >> self.result_error) & ((1 << self.error_bits) - 1),
+                "last": (v >> self.result_last) & 1,
+                "regs": (v >> self.result_regs) & ((1 << self.regs_bits) - 1),
+                "cycles": (v >> self.result_cycles) & ((1 << self.cycle_bits) - 1)}

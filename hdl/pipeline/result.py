@@ -1,0 +1,248 @@
+"""Result stage (E): the instruction entries, the row buffer and the result beats."""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..codes import Error
+from ..params import ROW_BITS, Params, Policy
+from . import forms
+from .forms import BLOCK
+from .records import CYCLE_BITS, ENTRIES, FORM_BITS, ProgressSignature, TakeSignature, consts_layout, result_layout
+from .shuffle import LoadShuffle, beat_rows
+
+__all__ = ["ResultStage", "entry_layout"]
+
+
+def entry_layout(p: Params) -> data.StructLayout:
+    """What an entry keeps of its pass for the result beats: form, error, the constants the
+    beats need, and the first ring block of its slots."""
+    c = consts_layout(p)
+    return data.StructLayout({"form": unsigned(FORM_BITS), "err": Error, "start": range(p.row_blocks),
+                              **{k: c[k].shape for k in ("load", "wmma", "nregs", "pend", "lastbeat")}})
+
+
+class ResultStage(wiring.Component):
+    """Result stage, prefix ``e_``: ``ENTRIES`` instruction entries in order (one emitting,
+    one filled and waiting, one filling), the load row buffer, and the result beats of the
+    oldest entry (the head), through the fragment shuffle
+    (:class:`~tensorlsu.hdl.shuffle.LoadShuffle`).
+
+    The row buffer is a ring of ``row_blocks`` blocks of 8 slots: an entry's slot ``s`` is ring
+    slot ``(8 · start + s) mod (8 · row_blocks)``. A load's beat leaves as soon as the rows it
+    reads have landed: the slots the head's next beat reads (``need``) and the blocks its
+    remaining beats read (``rest``) are kept per entry and decoded one beat ahead, so that the
+    result's valid is a comparison of registers. A pass's last beat also waits for the bank
+    stage to finish the pass (``progress.finished``: an h200 wmma.load may hold the banks
+    after its reads), so that its cycle count is final. A store gives one completion beat once
+    its rows are written; a refused instruction gives its beats at once, with the error and zero
+    data.
+
+    Latency: a beat whose rows landed in cycle ``t`` (written at the end of ``t``) may leave
+    in ``t + 1``. This implementation assumes the bank stage lands only rows of the entry it
+    fills, into blocks no live entry's remaining beats read (:class:`~tensorlsu.hdl.ring.RowRing`).
+
+    ``cycles``, on the last beat, is the number of cycles the instruction occupied the banks,
+    summed over its passes; under :attr:`Policy.PACKED` at least one per register beat of an
+    ldmatrix (a packer still delivers one 128-byte register per cycle).
+
+    Members
+    -------
+    take : In(TakeSignature(params))
+        A pass leaves the pass queue into entry ``tail``.
+    progress : In(ProgressSignature(params))
+        The bank stage's progress on the entry it fills.
+    result : Out(stream.Signature(result_layout(params)))
+        The unit's result port.
+    tail : Out(range(ENTRIES))
+        The entry the next take fills; ``free``: it is free.
+    head, valid : Out(range(ENTRIES)), Out(ENTRIES)
+        The oldest entry and which entries are live; ``head_next`` / ``valid_next`` their
+        values after this cycle; ``end``: the head gives its last beat now.
+    reading : Out(row_blocks)
+        Ring blocks the head's beats from this one on still read (the ring's release).
+    """
+
+    def __init__(self, params: Params):
+        self.params = p = params
+        super().__init__({
+            "take": In(TakeSignature(p)), "progress": In(ProgressSignature(p)),
+            "result": Out(stream.Signature(result_layout(p))),
+            "tail": Out(range(ENTRIES)), "free": Out(1), "head": Out(range(ENTRIES)), "valid": Out(ENTRIES),
+            "head_next": Out(range(ENTRIES)), "valid_next": Out(ENTRIES), "end": Out(1),
+            "reading": Out(p.row_blocks)})
+
+    @staticmethod
+    def after(b):
+        """The entry after ``b``, in order."""
+        return Mux(b == ENTRIES - 1, 0, b + 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        R, NB = p.lanes, p.row_blocks
+        self._entries = e = [Signal(entry_layout(p), name=f"e{b}") for b in range(ENTRIES)]
+        # the slots the entry's next beat reads, and the ring blocks its beats read from the
+        # next one on: set from the pass's constants at the take, then one beat ahead
+        self._need = [Signal(R, name=f"e{b}_need") for b in range(ENTRIES)]
+        self._rest = [Signal(R // BLOCK, name=f"e{b}_rest") for b in range(ENTRIES)]
+        self._landed = [Signal(R, name=f"e{b}_landed") for b in range(ENTRIES)]
+        self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(ENTRIES)]
+        self._finished = Signal(ENTRIES, name="e_finished")
+        rowbuf = [Signal(ROW_BITS, name=f"e_row{i}", reset_less=True) for i in range(BLOCK * NB)]
+        valid, head, tail = Signal(ENTRIES, name="e_valid"), Signal(range(ENTRIES), name="e_head"), \
+            Signal(range(ENTRIES), name="e_tail")
+        e_set, e_clr = Signal(ENTRIES), Signal(ENTRIES)
+        m.d.comb += [self.valid.eq(valid), self.head.eq(head), self.tail.eq(tail),
+                     self.free.eq(~valid.bit_select(tail, 1))]
+        self._progress(m, rowbuf)
+        tk = self.take
+        with m.If(tk.take):
+            m.d.comb += e_set.bit_select(tail, 1).eq(1)
+            m.d.sync += tail.eq(self.after(tail))
+            c = tk.pass_.consts
+            with m.Switch(tail):
+                for b in range(ENTRIES):
+                    with m.Case(b):
+                        m.d.sync += [e[b].form.eq(tk.pass_.form), e[b].err.eq(tk.pass_.err),
+                                     e[b].start.eq(tk.start), self._landed[b].eq(0), self._cycles[b].eq(0),
+                                     self._finished[b].eq(0), self._need[b].eq(c.need0),
+                                     self._rest[b].eq(c.rest0)]
+                        m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
+                                     for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
+        self._beats(m, rowbuf, valid, head, e_clr)
+        m.d.comb += [self.end.eq(e_clr.any()), self.head_next.eq(Mux(self.end, self.after(head), head)),
+                     self.valid_next.eq((valid & ~e_clr) | e_set)]
+        m.d.sync += [head.eq(self.head_next), valid.eq(self.valid_next)]
+        return m
+
+    def _progress(self, m, rowbuf):
+        """The bank stage's progress: bank cycles, landed rows, written stores."""
+        p, pr = self.params, self.progress
+        W, NB = p.window, p.row_blocks
+        with m.If(pr.count):
+            with m.Switch(pr.buf):
+                for b in range(ENTRIES):
+                    with m.Case(b):
+                        m.d.sync += self._cycles[b].eq(self._cycles[b] + 1)
+        land_all = Signal(p.lanes)      # the landing slots, at their place in the pass
+        with m.Switch(pr.land.win):
+            for w in range(p.windows):
+                with m.Case(w):
+                    m.d.comb += land_all.eq(pr.land.slots << (w * W))
+        for j in range(W):
+            # windows start at multiples of W // BLOCK blocks (packed: a ring half)
+            for first in range(0, NB, W // BLOCK):
+                with m.If(pr.land.slots[j] & (pr.land.first == first)):
+                    m.d.sync += rowbuf[BLOCK * ((first + j // BLOCK) % NB) + j % BLOCK].eq(pr.land_rows[j])
+        with m.Switch(pr.land.buf):
+            for b in range(ENTRIES):
+                with m.Case(b):
+                    m.d.sync += self._landed[b].eq(self._landed[b] | land_all)
+        with m.If(pr.finished):
+            m.d.sync += self._finished.bit_select(pr.buf, 1).eq(1)
+            with m.If(pr.error != Error.NONE):
+                # refused after all (a global read's bus error): its beats give the error
+                with m.Switch(pr.buf):
+                    for b in range(ENTRIES):
+                        with m.Case(b):
+                            m.d.sync += self._entries[b].err.eq(pr.error)
+
+    def _beats(self, m, rowbuf, valid, head, e_clr):
+        """The head entry's result beats."""
+        p = self.params
+        R, NB = p.lanes, p.row_blocks
+        h = Signal(entry_layout(p), name="e_h")
+        h_landed, h_cycles = Signal(R, name="e_h_landed"), Signal(CYCLE_BITS, name="e_h_cycles")
+        need, rest = Signal(R, name="e_h_need"), Signal(R // BLOCK, name="e_h_rest")
+        with m.Switch(head):
+            for b in range(ENTRIES):
+                with m.Case(b):
+                    m.d.comb += [h.eq(self._entries[b]), h_landed.eq(self._landed[b]),
+                                 h_cycles.eq(self._cycles[b]), need.eq(self._need[b]), rest.eq(self._rest[b])]
+        h_valid = Signal()
+        m.d.comb += h_valid.eq(valid.bit_select(head, 1))
+        beat = Signal(range(R + 1), name="e_beat")
+        shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS, blocks=NB)
+        m.d.comb += [shuf.form.eq(h.form), shuf.beat.eq(beat), shuf.start.eq(h.start)]
+        m.d.comb += [shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]
+        m.d.comb += self.reading.eq(Mux(h_valid & (h.err == Error.NONE), Cat(*[
+            Cat(*[rest[k] & ((h.start + k)[:len(h.start)] == pb) for k in range(R // BLOCK)]).any()
+            for pb in range(NB)]), 0))
+        need_next, rest_next = self._next_beat(m, h.form, beat)
+        beat_regs = self._beat_regs(m, h.form, beat)
+        carry = Signal(CYCLE_BITS, name="e_carry")   # bank cycles of the instruction's earlier pass
+        reported = Signal(CYCLE_BITS)
+        if p.schedule is Policy.PACKED:
+            m.d.comb += reported.eq(Mux(~h.wmma & (h_cycles < h.nregs), h.nregs, h_cycles + carry))
+        else:
+            m.d.comb += reported.eq(h_cycles + carry)
+
+        last = Signal()
+        entry_end = Signal()            # the entry's last beat (a pass may end before `last`)
+        res = self.result.payload
+        with m.If(h_valid):
+            with m.If(h.err != Error.NONE):
+                # a refused load gives all its beats, anything else one
+                m.d.comb += [self.result.valid.eq(1), res.error.eq(h.err), last.eq(beat == h.lastbeat),
+                             res.regs.eq(Mux(h.load, beat_regs, 0)), entry_end.eq(last)]
+            with m.Elif(h.load):
+                # the bank-cycle count is final (and reported) on the last beat only
+                # the pass's last beat also waits for the bank stage to finish it (an h200
+                # wmma.load's cost may outlast its reads), so its cycle count is final
+                finished = self._finished.bit_select(head, 1)
+                m.d.comb += [self.result.valid.eq(((h_landed & need) == need) & (finished | (beat != h.pend))),
+                             res.data.eq(shuf.out), res.regs.eq(beat_regs),
+                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == h.lastbeat),
+                             entry_end.eq(beat == h.pend)]
+            with m.Else():
+                m.d.comb += [self.result.valid.eq(self._finished.bit_select(head, 1)), res.cycles.eq(reported),
+                             last.eq(1), entry_end.eq(1)]
+        m.d.comb += res.last.eq(last)
+        with m.If(self.result.valid & self.result.ready):
+            m.d.sync += beat.eq(beat + 1)
+            with m.If(~entry_end):
+                with m.Switch(head):
+                    for b in range(ENTRIES):
+                        with m.Case(b):
+                            m.d.sync += [self._need[b].eq(need_next), self._rest[b].eq(rest_next)]
+            with m.If(entry_end):
+                m.d.comb += e_clr.bit_select(head, 1).eq(1)
+                m.d.sync += carry.eq(carry + h_cycles)
+            with m.If(last):
+                m.d.sync += [beat.eq(0), carry.eq(0)]
+
+    def _beat_regs(self, m, form, beat):
+        """The registers beat ``beat`` of a load form carries: register ``beat``, or, in a
+        fragment that repeats registers, the register and its copies."""
+        regs = Signal(forms.RESULT_REGS, name="e_beat_regs")
+        m.d.comb += regs.eq(1 << beat)
+        with m.Switch(form):
+            for f in range(len(forms.FORMS)):
+                inf = forms.info(f)
+                if inf.load and inf.beat_regs != [1 << r for r in range(inf.nregs)]:
+                    with m.Case(f):
+                        with m.Switch(beat):
+                            for r, mask in enumerate(inf.beat_regs):
+                                with m.Case(r):
+                                    m.d.comb += regs.eq(mask)
+        return regs
+
+    def _next_beat(self, m, form, beat):
+        """The slots beat ``beat + 1`` of a load form reads, and the blocks its beats from
+        there to the end of its pass read."""
+        R = self.params.lanes
+        need_next, rest_next = Signal(R, name="e_h_need_next"), Signal(R // BLOCK, name="e_h_rest_next")
+        with m.Switch(form):
+            for f in range(len(forms.FORMS)):
+                inf = forms.info(f)
+                if inf.load:
+                    with m.Case(f):
+                        with m.Switch(beat):
+                            for r in range(inf.nregs - 1):
+                                with m.Case(r):
+                                    m.d.comb += [need_next.eq(beat_rows(inf, r + 1)),
+                                                 rest_next.eq(inf.rest_blocks(r + 1))]
+        return need_next, rest_next

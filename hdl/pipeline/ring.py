@@ -1,0 +1,117 @@
+"""Row ring: where each load's slots go in the row buffer, and when the bank stage may write."""
+
+from __future__ import annotations
+
+import operator
+from functools import reduce
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..codes import Error
+from ..params import Params
+from .forms import BLOCK
+from .records import ENTRIES, TakeSignature
+
+__all__ = ["RowRing"]
+
+
+class RowRing(wiring.Component):
+    """Row ring, prefix ``r_``: allocation of the load row buffer's blocks and the bank
+    stage's go-ahead.
+
+    Each load takes the next ``blocks`` blocks of the ring after the previous load's, its
+    first block aligned to its form's ``align`` (so that no beat reads across the ring's end).
+    The bank stage serves a load window by window; a window may be served (``blocked`` = 0)
+    unless its blocks are still read by another entry: the head, when the bank stage fills a
+    later entry, by the beats it has not given yet, or a filled entry waiting behind the head.
+    That is the ring rule: a served window never writes a block that a live entry's remaining
+    beats still read (formal/specs.py, ``RingRule``).
+
+    Latency: ``blocked`` is a register, set from the next cycle's head, entries, bank-stage
+    entry and window, and the head's release, so that the bank stage's loop (go-ahead →
+    window end → next pass → take) starts from a flip-flop. The release it sees is the head's
+    ``reading`` of the cycle before (one cycle late only delays a window).
+
+    Members
+    -------
+    take : In(TakeSignature(params))
+        The pass leaving the pass queue (``start`` is not read: it is this block's output).
+    start : Out(range(row_blocks))
+        The first ring block of the pass ``take`` carries (valid for a load).
+    head, head_next, valid, valid_next, end, reading : In
+        The result stage's entries (:class:`~tensorlsu.hdl.result.ResultStage`).
+    fill_buf : In(range(ENTRIES))
+        The entry the bank stage fills; ``advance``: it moves on to its next window.
+    blocked : Out(1)
+        The bank stage's current window may not be served this cycle.
+    window : Out(row_blocks)
+        The ring blocks of the bank stage's current window.
+    """
+
+    def __init__(self, params: Params):
+        self.params = p = params
+        NB = p.row_blocks
+        super().__init__({
+            "take": In(TakeSignature(p)), "start": Out(range(NB)),
+            "head": In(range(ENTRIES)), "head_next": In(range(ENTRIES)), "valid": In(ENTRIES),
+            "valid_next": In(ENTRIES), "end": In(1), "reading": In(NB),
+            "fill_buf": In(range(ENTRIES)), "advance": In(1),
+            "blocked": Out(1), "window": Out(NB)})
+        # named here for the proof's invariants (formal/specs.py): each entry's ring blocks,
+        # and the blocks the head still read as of the last cycle
+        self.state = {"blocks": [Signal(NB, name=f"r_blocks{b}") for b in range(ENTRIES)],
+                      "busy": Signal(NB, name="r_busy")}
+
+    @staticmethod
+    def check(head, fill_buf, valid, blocks, window, busy):
+        """The go-ahead rule: the window's blocks meet the blocks the head still reads
+        (``busy``) or those of a waiting entry, while the bank stage fills a later entry."""
+        waiting = reduce(operator.or_, [Mux(valid[b] & (head != b) & (fill_buf != b), blocks[b], 0)
+                                        for b in range(ENTRIES)])
+        return (head != fill_buf) & (window & (busy | waiting)).any()
+
+    def elaborate(self, platform):
+        m = Module()
+        p, tk = self.params, self.take
+        NB, W = p.row_blocks, p.window
+        wb = W // BLOCK                 # blocks of one window
+        c = tk.pass_.consts
+        alloc = Signal(range(NB), name="r_alloc")   # the block after the last load's
+        m.d.comb += self.start.eq((alloc + c.align) & ~c.align)
+        take_blocks = Signal(NB)        # the ring blocks the pass fills
+        m.d.comb += take_blocks.eq(Mux(c.load, Cat(*[
+            Cat(*[(k < c.blocks) & ((self.start + k)[:len(self.start)] == pb) for k in range(p.pass_blocks)]).any()
+            for pb in range(NB)]), 0))
+        take_window = Signal(NB)        # ... its first window's
+        m.d.comb += take_window.eq(Cat(*[Cat(*[(self.start + k)[:len(self.start)] == pb for k in range(wb)]).any()
+                                         for pb in range(NB)]))
+        with m.If(tk.ok & c.load):
+            m.d.sync += alloc.eq(self.start + c.blocks)
+
+        blocks, busy = self.state["blocks"], self.state["busy"]
+        nxt = Signal(NB)                    # the entry after the head's blocks
+        with m.Switch(self.head):
+            for b in range(ENTRIES):
+                with m.Case(b):
+                    m.d.comb += nxt.eq(Mux(self.valid[(b + 1) % ENTRIES], blocks[(b + 1) % ENTRIES], 0))
+        # The next state of every register the check reads: each register takes it, and the
+        # check is made from it, so the go-ahead is a register too.
+        fill_buf_n = Signal.like(self.fill_buf)
+        blocks_n = [Signal.like(blocks[b], name=f"r_blocks{b}_next") for b in range(ENTRIES)]
+        window_n = Signal(NB)
+        busy_n = Signal(NB)
+        m.d.comb += [fill_buf_n.eq(Mux(tk.ok, tk.tail, self.fill_buf)),
+                     window_n.eq(Mux(tk.ok, take_window, Mux(self.advance, self.window.rotate_left(wb),
+                                                                self.window))),
+                     # after the head's last beat the next head may read all of its blocks
+                     busy_n.eq(Mux(self.end, nxt, self.reading))]
+        m.d.comb += [blocks_n[b].eq(Mux(tk.take & (tk.tail == b),
+                                        Mux(tk.pass_.err == Error.NONE, take_blocks, 0), blocks[b]))
+                     for b in range(ENTRIES)]
+        window = Signal(NB, name="r_window")
+        m.d.comb += self.window.eq(window)
+        m.d.sync += [window.eq(window_n), busy.eq(busy_n)] + [blocks[b].eq(blocks_n[b]) for b in range(ENTRIES)]
+        m.d.sync += self.blocked.eq(self.check(self.head_next, fill_buf_n, self.valid_next, blocks_n, window_n, busy_n))
+        return m

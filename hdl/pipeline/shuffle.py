@@ -1,0 +1,244 @@
+"""Fragment shuffle networks, generated from the model's layout tables.
+
+:class:`LoadShuffle` turns the row buffer into result beat ``beat`` of a load form;
+:class:`StoreShuffle` turns an stmatrix source beat into the rows it stores.
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.mux import mux_tree
+from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES
+from . import forms
+from .forms import BLOCK
+
+__all__ = ["LoadShuffle", "StoreShuffle", "beat_rows"]
+
+_ROW_WORDS = ROW_BITS // 32
+_WINDOW = forms.SLOTS  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
+
+
+def beat_rows(inf: forms.FormInfo, r: int) -> int:
+    """Mask of the rows register beat ``r`` of a form touches."""
+    return sum(1 << s for s in inf.beat_slots(r))
+
+
+def _merged_base(b: int, used: set[int], nb: int) -> int:
+    """The base a tree leaf ``b`` no pattern reads from repeats: ``b`` with its low bits
+    cleared until it is a used one, so neighbouring leaves are the same and the tree merges
+    them."""
+    for bits in range(nb.bit_length()):
+        if (b >> bits << bits) in used:
+            return b >> bits << bits
+    return min(used)
+
+
+def _plan():
+    """Split every (load form, beat) into a block of the row buffer, a word rotation and a
+    pattern from there.
+
+    Every beat reads one run of slots (the rows of one matrix, or the chunks
+    :func:`tensorlsu.hdl.forms._passes` placed together) within an aligned span of blocks
+    (:meth:`~tensorlsu.hdl.forms.FormInfo.beat_span`), so its layout is "window of slots from
+    block ``first``" followed by a fixed byte permutation of that window. Only a handful of
+    distinct permutations exist across all forms, and several of them are another one read
+    4, 8 or 12 bytes further along each row (the second beat of an m16n16 .trans, the high
+    word of a .f64): those read the window rotated by that many bytes instead, which halves
+    the options of the per-byte multiplexer. Returns the patterns (each a list of (window
+    row, byte)), the block span and the rotations (in words) of each, and (first block,
+    pattern, rotation) per (form, beat).
+    """
+    keys, spans, beats = [], [], {}
+    for f in range(len(forms.FORMS)):
+        inf = forms.info(f)
+        if not inf.load:
+            continue
+        for r in range(inf.nregs):
+            first, span = inf.beat_span(r)
+            base = first * BLOCK
+            key = tuple((int(row) - base, int(byte)) for row, byte in
+                        zip(inf.table[:, r, :, 0].flat, inf.table[:, r, :, 1].flat))
+            assert max(x for x, _ in key) < span * BLOCK, "a beat reads beyond its span"
+            if key not in keys:
+                keys.append(key)
+                spans.append(span)
+            spans[keys.index(key)] = max(spans[keys.index(key)], span)
+            beats[(f, r)] = (first, key)
+    # in order of appearance, a pattern that is an earlier unrotated one read `rot` words
+    # along becomes that one with a rotation
+    patterns, pspans, rots, as_base = [], [], [], {}
+    for key, span in zip(keys, spans):
+        for rot in range(1, _ROW_WORDS):
+            shifted = tuple((row, (byte - 4 * rot) % ROW_BYTES) for row, byte in key)
+            if shifted in patterns:
+                k = patterns.index(shifted)
+                as_base[key] = (k, rot)
+                rots[k].add(rot)
+                pspans[k] = max(pspans[k], span)
+                break
+        else:
+            as_base[key] = (len(patterns), 0)
+            patterns.append(key)
+            pspans.append(span)
+            rots.append({0})
+    cases = {fr: (first, *as_base[key]) for fr, (first, key) in beats.items()}
+    return patterns, pspans, rots, cases
+
+
+class LoadShuffle(wiring.Component):
+    """Combinational: ``out`` is result beat ``beat`` of load form ``form`` (32 lanes × 32
+    bits), byte for byte as the form's table says (:class:`tensorlsu.hdl.forms.FormInfo`, from
+    :mod:`tensorlsu.sim.layouts`), read from the row buffer: a ring of ``blocks`` blocks of 8
+    slots in which the instruction's slot ``s`` is ring slot ``(8 · start + s) mod (8 ·
+    blocks)``. ``start`` must be a multiple of the form's ``align`` (so no beat reads across
+    the end of the ring). ``need`` is the mask of the instruction's slots the beat reads.
+    For forms that are not loads ``out`` is unspecified.
+
+    Built from the tables (:func:`_plan`) as binary multiplexer trees: a window of slots at
+    the beat's first block in the ring, for some patterns that window rotated by whole words,
+    then one of the few distinct byte patterns.
+
+    Members
+    -------
+    form : In(form_bits)
+    beat : In(range(lanes + 1))
+    start : In(range(blocks))
+    rows : In(ArrayLayout(128, 8 · blocks))
+    out : Out(32 * lanes)
+    need : Out(lanes)
+    """
+
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
+        if blocks < lanes // BLOCK or blocks & (blocks - 1):
+            raise ValueError(f"blocks must be a power of two of at least {lanes // BLOCK}, not {blocks}")
+        self.lanes, self.blocks = lanes, blocks
+        super().__init__({
+            "form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),
+            "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
+            "out": Out(32 * lanes), "need": Out(lanes)})
+
+    def elaborate(self, platform):
+        m = Module()
+        patterns, spans, rots, cases = _plan()
+        nb, ring = self.blocks, BLOCK * self.blocks
+        first = Signal(range(nb))
+        pat = Signal(range(len(patterns)))
+        rot = Signal(range(_ROW_WORDS))
+        with m.Switch(self.form):
+            for f in range(len(forms.FORMS)):
+                inf = forms.info(f)
+                if not inf.load:
+                    continue
+                with m.Case(f):
+                    with m.Switch(self.beat):
+                        for r in range(inf.nregs):
+                            with m.Case(r):
+                                b, k, t = cases[(f, r)]
+                                m.d.comb += [first.eq(b), pat.eq(k), rot.eq(t), self.need.eq(beat_rows(inf, r))]
+        base = Signal(range(nb))        # the beat's first block in the ring
+        m.d.comb += base.eq(self.start + first)
+        # Window row w is ring slot 8 · base + w. A pattern of span s starts at a multiple of
+        # s (aligned starts, aligned spans), so row w only needs those bases.
+        slot = [self.rows[i] for i in range(ring)]
+        window = []
+        for w in range(_WINDOW):
+            used = {b for k, p in enumerate(patterns) if any(row == w for row, _ in p)
+                    for b in range(0, nb, spans[k])}
+            row = Signal(ROW_BITS, name=f"window{w}")
+            if used:
+                m.d.comb += row.eq(mux_tree(base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
+                                                   for b in range(nb)]))
+            window.append(row)
+        byte_of = {}                    # one Value per window byte, so equal options merge
+
+        def src(row, byte):
+            if (row, byte) not in byte_of:
+                byte_of[(row, byte)] = window[row][8 * byte:8 * byte + 8]
+            return byte_of[(row, byte)]
+
+        # A rotated window byte: byte `byte` of the row read `rot` words along, for the
+        # rotations the patterns that read it use (the others repeat rotation 0, so merge).
+        rot_used = {}
+        for k, pattern in enumerate(patterns):
+            if rots[k] != {0}:
+                for row, byte in pattern:
+                    rot_used.setdefault((row, byte), set()).update(rots[k])
+        rotated = {}
+
+        def rsrc(row, byte):
+            if (row, byte) not in rotated:
+                ks = rot_used[(row, byte)]
+                rotated[(row, byte)] = mux_tree(rot, [src(row, (byte + 4 * t) % ROW_BYTES if t in ks else byte)
+                                                      for t in range(_ROW_WORDS)])
+            return rotated[(row, byte)]
+
+        parts = [mux_tree(pat, [(src if rots[k] == {0} else rsrc)(*pattern[i]) for k, pattern in enumerate(patterns)])
+                 for i in range(4 * self.lanes)]
+        m.d.comb += self.out.eq(Cat(*parts))
+        return m
+
+
+def _store_plan():
+    """Every stmatrix beat ``r`` fills exactly the rows of group ``r`` (8 rows, 128 bytes):
+    returns the distinct in-group byte patterns and each store form's pattern index."""
+    patterns, of_form = [], {}
+    for f in range(len(forms.FORMS)):
+        inf = forms.info(f)
+        if inf.load:
+            continue
+        for r in range(inf.nregs):
+            rows = inf.table[:, r, :, 0].astype(int).ravel()
+            assert set(rows // GROUP_ROWS) == {r} and len(set(zip(rows, inf.table[:, r, :, 1].ravel()))) == 128, \
+                "a store beat does not fill exactly one group"
+            key = tuple((int(row) - GROUP_ROWS * r, int(b)) for row, b in zip(rows, inf.table[:, r, :, 1].ravel()))
+            if key not in patterns:
+                patterns.append(key)
+            assert of_form.setdefault(f, patterns.index(key)) == patterns.index(key), \
+                "the beats of one store form differ in pattern"
+    return patterns, of_form
+
+
+class StoreShuffle(wiring.Component):
+    """Combinational: source beat ``beat`` of stmatrix form ``form`` (32 lanes × 32 bits) as
+    the 8 rows of the group it stores (``group``), byte for byte as the form's table says.
+
+    Members
+    -------
+    form : In(form_bits)
+    beat : In(range(lanes + 1))
+    data : In(ArrayLayout(32, lanes))
+    rows : Out(ArrayLayout(128, 8))
+    group : Out(range(lanes // 8))
+    """
+
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7):
+        self.lanes = lanes
+        super().__init__({
+            "form": In(form_bits), "beat": In(range(lanes + 1)),
+            "data": In(data.ArrayLayout(unsigned(32), lanes)),
+            "rows": Out(data.ArrayLayout(unsigned(ROW_BITS), GROUP_ROWS)),
+            "group": Out(range(lanes // GROUP_ROWS))})
+
+    def elaborate(self, platform):
+        m = Module()
+        patterns, of_form = _store_plan()
+        pat = Signal(range(len(patterns)))
+        with m.Switch(self.form):
+            for f, k in of_form.items():
+                with m.Case(f):
+                    m.d.comb += pat.eq(k)
+                    with m.Switch(self.beat):
+                        for r in range(forms.info(f).nregs):
+                            with m.Case(r):
+                                m.d.comb += self.group.eq(r)
+        flat = Cat(*[self.data[t] for t in range(self.lanes)])
+        lane_byte = [flat[8 * i:8 * i + 8] for i in range(4 * self.lanes)]
+        where = [{(row, byte): i for i, (row, byte) in enumerate(p)} for p in patterns]
+        for j in range(GROUP_ROWS):
+            for byte in range(16):
+                m.d.comb += self.rows[j][8 * byte:8 * byte + 8].eq(
+                    mux_tree(pat, [lane_byte[w[(j, byte)]] for w in where]))
+        return m

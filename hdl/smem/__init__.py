@@ -1,0 +1,2 @@
+"""Shared memory: the bank stage (scheduler, crossbar, decompressor, store writes) and the
+banks with their fill / dump port."""

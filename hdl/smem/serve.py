@@ -1,0 +1,265 @@
+"""Bank stage (F): serves one pass's rows window by window, and lands what it reads."""
+
+from __future__ import annotations
+
+from amaranth import C, Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..codes import FMT_BITS, Error
+from ..lib.mux import mux_tree
+from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES, Params
+from ..pipeline import forms
+from ..pipeline.forms import BLOCK
+from ..pipeline.records import CYCLE_BITS, ENTRIES, FORM_BITS, ProgressSignature, TakeSignature
+from ..pipeline.shuffle import StoreShuffle
+from .banks import BankPortSignature
+from .crossbar import BankCrossbar
+from .decompress import Decompressor
+from .scheduler import BankScheduler
+
+__all__ = ["BankStage"]
+
+
+class BankStage(wiring.Component):
+    """Bank stage, prefix ``f_``: the pass the banks serve.
+
+    A pass's slots are served in windows of ``Params.window`` slots, in order (under
+    :attr:`~tensorlsu.hdl.params.Policy.H200` one 8-row group at a time, wmma chunks too;
+    under ``PACKED`` the whole pass). The bank crossbar
+    (:class:`~tensorlsu.hdl.crossbar.BankCrossbar`) grants one distinct line per bank quad per
+    cycle; a load's rows land in the row buffer a cycle later, through the decompressors; an
+    stmatrix's rows come from its source beats through the store shuffle and are written.
+    The slots shift down by a window as one is done, so the window is always slots 0 … W − 1
+    (no multiplexer on the scheduler's loop). A window is served or waits as a whole: a load
+    while the ring says ``blocked``, an h200 stmatrix until its beat is on the store port
+    (each beat is one window, written straight from the port, whose producer holds it), a
+    packed one until all its beats are in (a packer that mixes matrices waits for all, so
+    that its cycles stay the busiest quad's row count). The scheduler sees the pending rows
+    regardless, so the lines it picks (the bank addresses) do not wait for that decision.
+
+    Under ``H200`` the row comparisons of a window (same quad, same line) are registers: the
+    first window's are made when the pass is taken, each next one's while the window before
+    is served; whether the window is empty and whether two of its rows want different lines
+    of one quad (it takes more than a cycle) are registers too, so the window's end is a gate
+    after the go-ahead.
+
+    A pass with a ``cost`` (a wmma.load's last pass under ``"h200"``: the H200's bank cycles)
+    holds the banks after its last window until the instruction has taken that many cycles
+    (its passes' cycles together), counting them as bank cycles: the unit's windows never take
+    more than the H200's (tb/test_wmma_cost.py), so the instruction takes exactly the H200's
+    count.
+
+    Priorities: a take overrides a window's step, which overrides nothing else. This
+    implementation assumes a store's rows are distinct (the accept stage refuses others) and
+    that the store port's producer holds its payload until ready.
+
+    Latency: the first window is served the cycle after the take; a conflict-free window
+    takes one cycle; rows land (``progress.land``) the cycle after their read.
+
+    Members
+    -------
+    take : In(TakeSignature(params))
+    blocked : In(1)
+        The ring's go-ahead (:class:`~tensorlsu.hdl.ring.RowRing`).
+    store : In(stream.Signature(ArrayLayout(32, lanes)))
+        The unit's store-data port.
+    banks : Out(BankPortSignature(params))
+    progress : Out(ProgressSignature(params))
+    busy : Out(1)
+        A pass is being served; ``free``: none is, or it ends this cycle; ``advance``: its
+        next window comes next cycle.
+    """
+
+    def __init__(self, params: Params):
+        self.params = p = params
+        super().__init__({
+            "take": In(TakeSignature(p)), "blocked": In(1),
+            "store": In(stream.Signature(data.ArrayLayout(unsigned(32), p.lanes))),
+            "banks": Out(BankPortSignature(p)), "progress": Out(ProgressSignature(p)),
+            "busy": Out(1), "free": Out(1), "advance": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        p, tk = self.params, self.take
+        R, W, NW = p.lanes, p.window, p.windows
+        s = self._s = {}                # the stage's registers, by name
+        s["valid"], s["buf"] = Signal(name="f_valid"), Signal(range(ENTRIES), name="f_buf")
+        s["start"], s["form"] = Signal(range(p.row_blocks), name="f_start"), Signal(FORM_BITS, name="f_form")
+        s["addr"] = [Signal(p.smem_addr_bits, name=f"f_addr{i}", reset_less=True) for i in range(R)]
+        s["pending"], s["recv"] = Signal(R, name="f_pending"), Signal(range(R + 1), name="f_recv")
+        s["load"], s["nregs"], s["fmt"] = Signal(name="f_load"), Signal(range(R + 1), name="f_nregs"), \
+            Signal(FMT_BITS, name="f_fmt")
+        s["win"], s["lastwin"] = Signal(range(NW), name="f_win"), Signal(range(NW), name="f_lastwin")
+        xbar = m.submodules.crossbar = BankCrossbar(rows=W, quads=p.quads, line_bits=p.line_bits,
+                                                    pairs=p.precompare)
+        # the window may be served this cycle, and the rows it serves
+        s["ok"], s["served"] = Signal(name="f_win_ok"), Signal(W, name="f_served")
+        s["done"], s["granted"] = Signal(name="f_win_done"), Signal(name="f_any_grant")
+        s["finish"] = Signal(name="f_finish")
+        # the instruction's bank cycles so far (over its passes), and the least it takes
+        s["spent"], s["cost"] = Signal(CYCLE_BITS, name="f_spent"), Signal(CYCLE_BITS, name="f_cost")
+        s["final"], s["count"] = Signal(name="f_final"), Signal(name="f_count")
+        self._window(m, xbar)
+        pre = self._stores(m, xbar)
+        self._landing(m, xbar)
+        m.d.comb += [self.busy.eq(s["valid"]), self.free.eq(~s["valid"] | s["finish"]),
+                     self.progress.buf.eq(s["buf"]), self.progress.count.eq(s["count"]),
+                     self.progress.finished.eq(s["finish"])]
+        with m.If(s["finish"] & s["final"]):
+            m.d.sync += s["spent"].eq(0)
+        with m.Elif(s["count"]):
+            m.d.sync += s["spent"].eq(s["spent"] + 1)
+        with m.If(s["valid"]):
+            m.d.sync += s["pending"].eq(Mux(self.advance, s["pending"] >> W,
+                                            s["pending"] & ~Cat(s["served"], C(0, R - W))))
+        with m.If(s["finish"]):
+            m.d.sync += s["valid"].eq(0)
+        with m.If(tk.ok):
+            c = tk.pass_.consts
+            m.d.sync += [s["valid"].eq(1), s["buf"].eq(tk.tail), s["form"].eq(tk.pass_.form), s["win"].eq(0),
+                         s["start"].eq(tk.start), s["lastwin"].eq(c.lastwin), s["pending"].eq(c.used),
+                         s["cost"].eq(tk.pass_.cost), s["final"].eq(c.final),
+                         s["recv"].eq(self.store.valid & self.store.ready & pre),
+                         s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
+            m.d.sync += [s["addr"][i].eq(tk.pass_.addr[i]) for i in range(R)]
+            if p.precompare:
+                tsq, tsl = self._pairs(tk.pass_.addr[:W])
+                m.d.sync += [s["same_quad"].eq(tsq), s["same_line"].eq(tsl), s["empty"].eq(c.used[:W] == 0),
+                             s["clash"].eq(self._clash(c.used[:W], tsq, tsl))]
+        return m
+
+    # -- the window ------------------------------------------------------------------------
+    def _pairs(self, rows):
+        """Which pairs of ``rows`` share a quad, and which an address (bit ``pair(i, j)``)."""
+        W, qb = self.params.window, self.params.quad_bits
+        npairs = W * (W - 1) // 2
+        sq, sl = [None] * npairs, [None] * npairs
+        for i in range(W):
+            for j in range(i):
+                a, b = rows[i][:self.params.smem_addr_bits], rows[j][:self.params.smem_addr_bits]
+                k = BankScheduler.pair(i, j)
+                sq[k] = a[4:4 + qb] == b[4:4 + qb]
+                sl[k] = sq[k] & (a[4 + qb:] == b[4 + qb:])
+        return Cat(*sq), Cat(*sl)
+
+    def _clash(self, pend, sq, sl):
+        """Two of the rows ``pend`` want different lines of one quad: the window is not served
+        in one cycle (the scheduler's contract, formal/specs.py)."""
+        W, pair = self.params.window, BankScheduler.pair
+        return Cat(*[pend[i] & pend[j] & sq[pair(i, j)] & ~sl[pair(i, j)] for i in range(W) for j in range(i)]).any()
+
+    def _window(self, m, xbar):
+        p, s, tk = self.params, self._s, self.take
+        R, W, qb, LB = p.lanes, p.window, p.quad_bits, p.line_bits
+        addr, pending = s["addr"], s["pending"]
+        direct = p.store_direct
+        all_recv = Signal(name="f_all_recv")    # every stmatrix beat is in (direct: by its window)
+        m.d.comb += all_recv.eq(s["load"] | (s["recv"] == s["nregs"]) | direct)
+        m.d.comb += s["ok"].eq(s["valid"] & Mux(s["load"], ~self.blocked, self.store.valid if direct else all_recv))
+        m.d.comb += [xbar.eligible.eq(pending[:W]), s["served"].eq(Mux(s["ok"], xbar.served, 0))]
+        m.d.comb += [xbar.quad[j].eq(addr[j][4:4 + qb]) for j in range(W)]
+        m.d.comb += [xbar.line[j].eq(addr[j][4 + qb:4 + qb + LB]) for j in range(W)]
+        # the write crossbar's next window: the pass being taken, or the next window
+        m.d.comb += [xbar.take.eq(tk.ok), xbar.take_rows.eq(tk.pass_.consts.used[:W]), xbar.step.eq(s["ok"])]
+        m.d.comb += [xbar.take_quad[j].eq(tk.pass_.addr[j][4:4 + qb]) for j in range(W)]
+        if p.precompare:
+            npairs = W * (W - 1) // 2
+            s["same_quad"], s["same_line"] = Signal(npairs, name="f_same_quad"), Signal(npairs, name="f_same_line")
+            s["empty"], s["clash"] = Signal(init=1, name="f_win_empty"), Signal(name="f_win_clash")
+            m.d.comb += [xbar.same_quad.eq(s["same_quad"]), xbar.same_line.eq(s["same_line"])]
+            m.d.comb += [xbar.advance.eq(self.advance), xbar.next_rows.eq(pending[W:2 * W])]
+            m.d.comb += [xbar.next_quad[j].eq(addr[W + j][4:4 + qb]) for j in range(W)]
+            # every pending row is served this cycle when the window may be served and none
+            # of its rows clash
+            m.d.comb += [s["done"].eq(s["empty"] | (s["ok"] & ~s["clash"])), s["granted"].eq(s["ok"] & ~s["empty"])]
+        else:
+            m.d.comb += [s["done"].eq((pending[:W] & ~s["served"]) == 0), s["granted"].eq(s["ok"] & pending[:W].any())]
+        m.d.comb += self.advance.eq(s["valid"] & s["done"] & (s["win"] != s["lastwin"]))
+        # the last window is served; the pass ends unless its cost is not yet spent: the banks
+        # then stay the instruction's, one idle cycle at a time, until it is
+        last_done = Signal(name="f_last_done")
+        short = Signal(name="f_short")          # the cost is not spent, not counting this cycle
+        m.d.comb += [last_done.eq(s["valid"] & all_recv & (s["win"] == s["lastwin"]) & s["done"]),
+                     short.eq(s["spent"] < s["cost"]),
+                     s["count"].eq(s["granted"] | (last_done & short)),
+                     s["finish"].eq(last_done & (s["spent"] + s["count"] >= s["cost"]))]
+        with m.If(self.advance):
+            m.d.sync += s["win"].eq(s["win"] + 1)
+            m.d.sync += [addr[i].eq(addr[i + W]) for i in range(R - W)]
+            if p.precompare:
+                nsq, nsl = self._pairs(addr[W:2 * W])
+                m.d.sync += [s["same_quad"].eq(nsq), s["same_line"].eq(nsl), s["empty"].eq(pending[W:2 * W] == 0),
+                             s["clash"].eq(self._clash(pending[W:2 * W], nsq, nsl))]
+        if p.precompare:
+            # the same window after this cycle: empty once done; its rows left clash as the
+            # rows not served now do (nothing is served unless the window may be)
+            with m.Elif(s["valid"]):
+                m.d.sync += s["empty"].eq(s["done"])
+                with m.If(s["ok"]):
+                    m.d.sync += s["clash"].eq(self._clash(pending[:W] & ~xbar.served, s["same_quad"],
+                                                          s["same_line"]))
+        # loads read, stores write, the granted line of every quad
+        for q in range(p.quads):
+            access = xbar.access[q] & s["ok"]
+            m.d.comb += [self.banks.line[q].eq(xbar.addr[q]), self.banks.read[q].eq(s["load"] & access),
+                         self.banks.write[q].eq(~s["load"] & access), self.banks.wdata[q].eq(xbar.write[q])]
+
+    # -- stmatrix source beats ---------------------------------------------------------------
+    def _stores(self, m, xbar):
+        """The window's store rows; returns ``pre``: the next stmatrix's first beat is taken
+        in the cycle the current one ends (packed)."""
+        p, s, tk = self.params, self._s, self.take
+        R, W = p.lanes, p.window
+        sshuf = m.submodules.store_shuffle = StoreShuffle(lanes=R, form_bits=FORM_BITS)
+        pre = Signal(name="f_pre")
+        hs = self.store.valid & self.store.ready
+        if p.store_direct:
+            # a beat is taken in the cycle its window's last rows are written
+            m.d.comb += self.store.ready.eq(s["valid"] & ~s["load"] & s["done"])
+            m.d.comb += [sshuf.form.eq(s["form"]), sshuf.beat.eq(s["win"]), sshuf.data.eq(self.store.payload)]
+            m.d.comb += [xbar.rows[j].eq(sshuf.rows[j]) for j in range(W)]
+            return pre
+        # The first beat of the next stmatrix may arrive in the cycle the current one writes
+        # its last rows (it fills other rows, or rows already read): stores run back to back.
+        c = tk.pass_.consts
+        rows = [Signal(ROW_BITS, name=f"f_store_row{i}", reset_less=True) for i in range(R)]
+        m.d.comb += pre.eq(s["finish"] & tk.offered & (tk.pass_.err == Error.NONE) & tk.free & c.valid & ~c.load)
+        m.d.comb += self.store.ready.eq((s["valid"] & ~s["load"] & (s["recv"] != s["nregs"])) | pre)
+        m.d.comb += [sshuf.form.eq(Mux(pre, tk.pass_.form, s["form"])), sshuf.beat.eq(Mux(pre, 0, s["recv"])),
+                     sshuf.data.eq(self.store.payload)]
+        with m.If(hs):
+            with m.Switch(sshuf.group):
+                for g in range(R // GROUP_ROWS):
+                    with m.Case(g):
+                        m.d.sync += [rows[GROUP_ROWS * g + j].eq(sshuf.rows[j]) for j in range(GROUP_ROWS)]
+        with m.If(hs & ~pre):
+            m.d.sync += s["recv"].eq(s["recv"] + 1)
+        m.d.comb += [xbar.rows[j].eq(mux_tree(s["win"], rows[j::W])) for j in range(W)]
+        return pre
+
+    # -- rows land a cycle after their read ------------------------------------------------
+    def _landing(self, m, xbar):
+        p, s, land = self.params, self._s, self.progress.land
+        W = p.window
+        win_first = Signal(range(p.row_blocks), name="f_win_first")   # the window's first ring block
+        m.d.comb += win_first.eq(s["start"] + s["win"] * (W // BLOCK))
+        land_fmt = Signal(FMT_BITS, name="f_land_fmt")
+        m.d.sync += [land.slots.eq(Mux(s["load"], s["served"], 0)), land.win.eq(s["win"]),
+                     land.buf.eq(s["buf"]), land.first.eq(win_first), land_fmt.eq(s["fmt"])]
+        for q in range(p.quads):
+            d = m.submodules[f"decompress{q}"] = Decompressor()
+            m.d.comb += [d.row.eq(self.banks.rdata[q]), d.fmt.eq(land_fmt), xbar.quad_data[q].eq(d.out)]
+        # a wmma line narrower than a row (8 bytes) may start in the upper half of its row:
+        # such a slot lands with its halves swapped, so its bytes are always bytes 0-7
+        half_slots = sorted({j % W for inf in map(forms.info, range(len(forms.FORMS)))
+                             if inf.wmma and inf.line_bytes < ROW_BYTES for q in inf.passes for j in range(len(q))})
+        land_half = Signal(W, name="f_land_half")
+        m.d.sync += [land_half[j].eq(s["addr"][j][3]) for j in half_slots]
+        h = ROW_BITS // 2
+        for j in range(W):
+            row = xbar.land[j]
+            if j in half_slots:
+                # only the low half of such a slot is ever read
+                row = Cat(Mux(land_half[j], row[h:], row[:h]), row[h:])
+            m.d.comb += self.progress.land_rows[j].eq(row)

