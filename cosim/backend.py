@@ -24,7 +24,18 @@ __all__ = ["RtlBackend"]
 _REFUSALS = {"QUADRANT": "lanes outside the warp's quadrant",
              "COLUMNS": "columns reach beyond the last column",
              "SPLIT": "immHalfSplitoff missing, negative, not for this shape or overlapping",
-             "UNSUPPORTED": "a form or reduction the unit does not have"}
+             "UNSUPPORTED": "a form or reduction the unit does not have",
+             "MISALIGNED": "an address is not aligned",
+             "OUT_OF_RANGE": "a row or matrix is outside the memory",
+             "OVERLAP": "two threads store the same row",
+             "STRIDE": "a stride below the matrix's leading dimension or off its grain",
+             "SLVERR": "a global read answered SLVERR",
+             "DECERR": "a global read answered DECERR"}
+
+
+def _refusal(code: int) -> str:
+    name = Error(code).name
+    return f"the RTL refused the instruction: {name} ({_REFUSALS.get(name, '?')})"
 
 
 class RtlBackend:
@@ -83,7 +94,9 @@ class RtlBackend:
                 stride = wmma_default_stride(ins)
             space = Space[ins.space.upper()].value
             addr = int(r["addr"])
-            job = {"form": fid, "stride": int(stride), "image": image.hex(), "space": space}
+            # a record's image, when given, is the whole shared memory: the unit refuses past it
+            job = {"form": fid, "stride": int(stride), "image": image.hex(), "space": space,
+                   "smem_size": len(image) or self.smem_bytes}
             if rec.space == "shared":
                 # a generic record's shared address is a window offset
                 job["addr"] = addr + (Params().shared_window_base if ins.space == "generic" else 0)
@@ -98,7 +111,7 @@ class RtlBackend:
             return job
         if not isinstance(r.get("addr"), list):
             raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
-        job = {"form": fid, "addr": r["addr"], "image": image.hex()}
+        job = {"form": fid, "addr": r["addr"], "image": image.hex(), "smem_size": len(image) or self.smem_bytes}
         if ins.op == "stmatrix":
             regs = r.get("regs") or [[0] * ins.nregs for _ in range(32)]     # absent: zeros
             job["store"] = [[regs[t][k] for t in range(32)] for k in range(ins.nregs)]
@@ -182,7 +195,7 @@ class RtlBackend:
                     produced[k] = self._tmem_produced(rec, job, res, tmem_columns)
                     continue
                 if res["error"]:
-                    produced[k] = {"error": f"the RTL refused the instruction: {Error(res['error']).name}"}
+                    produced[k] = {"error": _refusal(res["error"])}
                 elif rec.ins.op == "ldmatrix":
                     produced[k] = {"regs": [list(x) for x in zip(*res["beats"])],
                                    "wavefronts": res["cycles"]}
@@ -207,8 +220,7 @@ class RtlBackend:
         except AssertionError as e:
             return {"error": f"the RTL broke the result port's rules: {e}"}
         if "error" in out:
-            name = Error(out["error"]).name
-            return {"error": f"the RTL refused the instruction: {name} ({_REFUSALS.get(name, '?')})"}
+            return {"error": _refusal(out["error"])}
         if rec.ins.op == "tcgen05.st":
             image = tmem_from_dumps(res["tmem_dump"], cols)
             out = {"tmem": emitted_image(rec.raw, image.astype("<u4").tobytes(), "tmem")}

@@ -35,6 +35,7 @@ class TB:
         self.cycle = 0
         self.mem = bytearray(layout.smem_bytes)  # what the banks hold, as far as the TB knows
         self.known = False
+        dut.smem_size.value = layout.smem_bytes
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         cocotb.start_soon(self._count())
         quads = range(4 if layout.tmem_columns else 0)
@@ -223,6 +224,8 @@ class TB:
         return res
 
     async def execute(self, job: dict) -> dict:
+        # the shared memory the job's instructions may address (the record's image, or all)
+        self.dut.smem_size.value = job.get("smem_size", self.lay.smem_bytes)
         if job.get("reset"):
             await self.reset()
         if "tmem" in job:

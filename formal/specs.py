@@ -416,20 +416,20 @@ class RingRule(Elaboratable):
         tk = d.take
         NB = len(d.window)
         for sig in (tk.take, tk.ok, tk.tail, tk.pass_.err, tk.pass_.consts.load, tk.pass_.consts.align,
-                    tk.pass_.consts.blocks, d.head_next, d.valid_next, d.end, d.reading, d.advance):
+                    tk.pass_.consts.blocks, d.entries.head_next, d.entries.valid_next, d.entries.end, d.entries.reading, d.advance):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
         # the result stage: head and live entries are registers taking their next values; an
         # entry is taken only when free; a take's ok says it was not refused
         head, valid, fill_buf = Signal(range(ENTRIES)), Signal(ENTRIES), Signal(range(ENTRIES))
-        m.d.sync += [head.eq(d.head_next), valid.eq(d.valid_next)]
-        m.d.comb += [d.head.eq(head), d.valid.eq(valid), d.fill_buf.eq(fill_buf)]
-        m.d.comb += Assume((head < ENTRIES) & (d.head_next < ENTRIES) & (tk.tail < ENTRIES))
+        m.d.sync += [head.eq(d.entries.head_next), valid.eq(d.entries.valid_next)]
+        m.d.comb += [d.entries.head.eq(head), d.entries.valid.eq(valid), d.fill_buf.eq(fill_buf)]
+        m.d.comb += Assume((head < ENTRIES) & (d.entries.head_next < ENTRIES) & (tk.tail < ENTRIES))
         m.d.comb += Assume(tk.ok == (tk.take & (tk.pass_.err == Error.NONE)))
         with m.If(tk.take):
             m.d.comb += Assume(~valid.bit_select(tk.tail, 1))
-        m.d.comb += Assume(d.valid_next == ((valid & ~Mux(d.end, 1 << head, 0)) | Mux(tk.take, 1 << tk.tail, 0))[:ENTRIES])
-        m.d.comb += Assume(d.head_next == Mux(d.end, Mux(head == ENTRIES - 1, 0, head + 1), head))
-        with m.If(d.end):
+        m.d.comb += Assume(d.entries.valid_next == ((valid & ~Mux(d.entries.end, 1 << head, 0)) | Mux(tk.take, 1 << tk.tail, 0))[:ENTRIES])
+        m.d.comb += Assume(d.entries.head_next == Mux(d.entries.end, Mux(head == ENTRIES - 1, 0, head + 1), head))
+        with m.If(d.entries.end):
             m.d.comb += Assume(valid.bit_select(head, 1))
         # the bank stage fills the entry it took last; it advances only within its pass
         with m.If(tk.ok):
@@ -438,12 +438,12 @@ class RingRule(Elaboratable):
         # lie within the blocks the pass fills) and, within an entry, fewer and fewer of them
         blocks = d.state["blocks"]
         prev_reading, prev_end, prev_live = Signal(NB), Signal(), Signal()
-        m.d.sync += [prev_reading.eq(d.reading), prev_end.eq(d.end), prev_live.eq(valid.bit_select(head, 1))]
+        m.d.sync += [prev_reading.eq(d.entries.reading), prev_end.eq(d.entries.end), prev_live.eq(valid.bit_select(head, 1))]
         own = Signal(NB)
         m.d.comb += own.eq(Mux(valid.bit_select(head, 1), Cat(*blocks).word_select(head, NB), 0))
-        m.d.comb += Assume((d.reading & ~own) == 0)
+        m.d.comb += Assume((d.entries.reading & ~own) == 0)
         with m.If(prev_live & ~prev_end):
-            m.d.comb += Assume((d.reading & ~prev_reading) == 0)
+            m.d.comb += Assume((d.entries.reading & ~prev_reading) == 0)
         init = Signal()
         m.d.sync += init.eq(1)
         with m.If(~init):
@@ -457,12 +457,12 @@ class RingRule(Elaboratable):
             m.d.comb += Assert(d.blocked == d.check(head, fill_buf, valid, blocks, d.window, busy),
                                "the go-ahead register is the rule applied to the current state")
             with m.If(head != fill_buf):
-                m.d.comb += Assert((d.reading & ~busy) == 0,
+                m.d.comb += Assert((d.entries.reading & ~busy) == 0,
                                    "the head reads nothing the ring thinks released")
             with m.If(~d.blocked & (head != fill_buf)):
-                m.d.comb += Assert((d.window & (d.reading | waiting)) == 0,
+                m.d.comb += Assert((d.window & (d.entries.reading | waiting)) == 0,
                                    "a window that may be served meets no block a live entry still reads")
-        m.d.comb += Cover(init & ~d.blocked & (head != fill_buf) & (d.reading != 0),
+        m.d.comb += Cover(init & ~d.blocked & (head != fill_buf) & (d.entries.reading != 0),
                           "a window served while another entry still reads")
         return m
 

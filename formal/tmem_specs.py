@@ -3,7 +3,7 @@ conventions: undriven inputs are free, assumptions constrain the environment).
 
 The gather and scatter are checked move by move against the step table
 (:func:`tensorlsu.hdl.tmem_plan.schedule`, generated from ``layouts.tmem_table``; the test
-``tb/test_tmem.py::test_step_table_is_the_layout_table`` checks that its moves are exactly the
+``tb/tmem/test_quadrant.py::test_step_table_is_the_layout_table`` checks that its moves are exactly the
 table's cells), for every step row and all data, with the lanes where a row names them (lane
 offset 0); the lane helpers they call are proven for every offset on their own
 (``tmem_lanes``); ``all_offsets=True`` checks the composition for every offset at once (slow).

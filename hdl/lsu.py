@@ -7,8 +7,10 @@ stage   component           what it does
 ======  ==================  ===============================================================
 A       AcceptStage         checks it, decodes its form's constants, makes 1-2 checked passes
 B       PassQueue           holds two checked passes, all registered
+—       Take                the oldest pass leaves the queue into an entry, into F or G and the ring
 F       BankStage           serves a pass's rows window by window through the bank crossbar
 G       GlobalFetch         serves a global wmma.load pass through the AXI port, in F's place
+—       ProgressMerge       F's and G's progress as one, for E
 —       RowRing             places each load in the row buffer; F's and G's go-ahead (the ring rule)
 E       ResultStage         instruction entries, row buffer, result beats via the shuffle
 —       SharedBanks         the bank quads' memories and the fill / dump port
@@ -23,34 +25,25 @@ docs/ARCHITECTURE.md describes the flow; each component's docstring its latency 
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, unsigned
+from amaranth import Cat, Module, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from . import TOP
-from .codes import Error
 from .gmem.fetch import AxiSignature, GlobalFetch
 from .params import Params
 from .pipeline.accept import AcceptStage
 from .pipeline.passq import PassQueue
-from .pipeline.records import (
-    ADDR_BITS,
-    CYCLE_BITS,
-    FORM_BITS,
-    ProgressSignature,
-    TakeSignature,
-    fill_layout,
-    instr_layout,
-    result_layout,
-)
+from .pipeline.progress import ProgressMerge
+from .pipeline.records import fill_layout, instr_layout, result_layout
 from .pipeline.result import ResultStage
 from .pipeline.ring import RowRing
+from .pipeline.take import Take
 from .smem.banks import SharedBanks
 from .smem.serve import BankStage
 from .tmem.quadrant import TmemQuadrant
 from .tmem.records import LANES, QUADRANTS, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
 
-__all__ = ["Error", "LoadStoreUnit", "FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "TOP"]
+__all__ = ["LoadStoreUnit"]
 
 
 
@@ -80,6 +73,10 @@ class LoadStoreUnit(wiring.Component):
         Form id (:func:`tensorlsu.hdl.forms.form_id`) and each thread's row address; for
         wmma.load ``addr[0]`` is the matrix address in its ``space`` (shared offset, global or
         generic address) and ``stride`` the stride operand in elements.
+    smem_size : In(range(smem_bytes + 1))
+        The shared memory the running CTA may address, in bytes: a row or a wmma.load matrix
+        past it is refused (``OUT_OF_RANGE``); read when an instruction is accepted. Tie it to
+        ``smem_bytes`` for all of it (a larger value counts as ``smem_bytes``).
     store : In(stream.Signature(ArrayLayout(32, lanes)))
         stmatrix source registers, one beat per register, after the instruction.
     result : Out(stream.Signature(result_layout(params)))
@@ -114,6 +111,7 @@ class LoadStoreUnit(wiring.Component):
         self.fill_layout = fill_layout(p)
         super().__init__({
             "instr": In(stream.Signature(self.instr_layout)),
+            "smem_size": In(range(p.smem_bytes + 1), init=p.smem_bytes),
             "store": In(stream.Signature(data.ArrayLayout(unsigned(32), p.lanes))),
             "result": Out(stream.Signature(self.result_layout)),
             "fill": In(stream.Signature(self.fill_layout)),
@@ -135,6 +133,7 @@ class LoadStoreUnit(wiring.Component):
         p = self.params
         m.submodules.accept = accept = AcceptStage(p)
         m.submodules.passq = passq = PassQueue(p)
+        m.submodules.take = take = Take(p)
         m.submodules.bank = bank = BankStage(p)
         m.submodules.ring = ring = RowRing(p)
         m.submodules.result = result = ResultStage(p)
@@ -142,84 +141,46 @@ class LoadStoreUnit(wiring.Component):
 
         wiring.connect(m, wiring.flipped(self.instr), accept.instr)
         wiring.connect(m, accept.passes, passq.push)
+        wiring.connect(m, passq.pop, take.pop)
+        wiring.connect(m, take.take, result.take, ring.take)
+        wiring.connect(m, take.shared, bank.take)
         wiring.connect(m, wiring.flipped(self.store), bank.store)
         wiring.connect(m, bank.banks, banks.port)
+        wiring.connect(m, result.entries, ring.entries)
         wiring.connect(m, result.result, wiring.flipped(self.result))
         for port in ("fill", "dump_req"):
             wiring.connect(m, wiring.flipped(getattr(self, port)), getattr(banks, port))
         wiring.connect(m, banks.dump, wiring.flipped(self.dump))
-
-        # The take: the oldest queued pass leaves into the next entry when that entry is
-        # free and, unless it was refused (it then only gives its error beats), the bank stage
-        # and the global fetch stage are free; it then starts in the bank stage (or, from
-        # global memory, the fetch stage) and in the ring.
-        take = TakeSignature(p).create(path=("take",))
-        pop = passq.pop
-        ok = pop.payload.err == Error.NONE
-        fetch = None
-        if p.global_port:
-            fetch = m.submodules.fetch = GlobalFetch(p)
-            wiring.connect(m, fetch.axi, wiring.flipped(self.axi))
-        stages_free = bank.free & (fetch.free if fetch is not None else 1)
-        m.d.comb += [take.offered.eq(pop.valid), take.pass_.eq(pop.payload), take.free.eq(result.free),
-                     take.tail.eq(result.tail), take.start.eq(ring.start),
-                     take.take.eq(pop.valid & result.free & (~ok | stages_free)), take.ok.eq(take.take & ok),
-                     pop.ready.eq(take.take)]
-        wiring.connect(m, take, result.take, ring.take)
-        # the bank stage takes the shared passes
-        bank_take = TakeSignature(p).create(path=("bank_take",))
-        m.d.comb += [getattr(bank_take, k).eq(getattr(take, k)) for k in ("offered", "pass_", "free", "tail", "take",
-                                                                          "start")]
-        m.d.comb += bank_take.ok.eq(take.ok & ~pop.payload.glob)
-        wiring.connect(m, bank_take, bank.take)
-        progress = bank.progress
-        if fetch is not None:
-            c = pop.payload.consts
-            m.d.comb += [fetch.take.eq(take.ok & pop.payload.glob), fetch.used.eq(c.used), fetch.buf.eq(take.tail),
-                         # the queue's head is a global pass: fetched ahead while it waits
-                         fetch.offer.eq(pop.valid & pop.payload.glob & ok),
-                         fetch.start.eq(ring.start), fetch.lastwin.eq(c.lastwin), fetch.blocked.eq(ring.blocked)]
-            m.d.comb += [fetch.addr[i].eq(pop.payload.addr[i]) for i in range(p.lanes)]
-            progress = self._merge_progress(m, bank, fetch)
-        wiring.connect(m, progress, result.progress)
-
-        m.d.comb += [ring.head.eq(result.head), ring.head_next.eq(result.head_next),
-                     ring.valid.eq(result.valid), ring.valid_next.eq(result.valid_next),
-                     ring.end.eq(result.end), ring.reading.eq(result.reading),
-                     ring.fill_buf.eq(progress.buf),
-                     ring.advance.eq(bank.advance | (fetch.advance if fetch is not None else 0)),
+        m.d.comb += [accept.smem_size.eq(self.smem_size), take.free.eq(result.free), take.tail.eq(result.tail), take.start.eq(ring.start),
                      bank.blocked.eq(ring.blocked)]
+
+        if p.global_port:
+            m.submodules.fetch = fetch = GlobalFetch(p)
+            m.submodules.progress = merge = ProgressMerge(p)
+            wiring.connect(m, take.global_, fetch.take)
+            wiring.connect(m, fetch.axi, wiring.flipped(self.axi))
+            wiring.connect(m, bank.progress, merge.bank)
+            wiring.connect(m, fetch.progress, merge.fetch)
+            m.d.comb += [merge.fetch_busy.eq(fetch.busy), fetch.blocked.eq(ring.blocked)]
+            progress = merge.progress
+            stages = (bank, fetch)
+        else:
+            progress = bank.progress
+            stages = (bank,)
+        wiring.connect(m, progress, result.progress)
+        m.d.comb += [take.stages_free.eq(Cat(*[s.free for s in stages]).all()),
+                     ring.fill_buf.eq(progress.buf),
+                     ring.advance.eq(Cat(*[s.advance for s in stages]).any())]
         # fill and dump run while nothing is in flight; they hold the instruction port
-        m.d.comb += [banks.quiet.eq(~accept.busy & ~passq.busy & ~bank.busy & (result.valid == 0) &
-                                    (~fetch.busy if fetch is not None else 1)),
+        m.d.comb += [banks.quiet.eq(~accept.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &
+                                    (result.entries.valid == 0)),
                      accept.stall.eq(banks.claim)]
 
-        self._tmem(m)
-        return m
-
-    @staticmethod
-    def _merge_progress(m, bank, fetch):
-        """One progress for the result stage from the two stages that fill entries: they never
-        serve at once, but the fetch stage's last landing (registered) may come in the cycle
-        the bank stage starts."""
-        out = ProgressSignature(bank.params).create(path=("progress",))
-        f_lands = fetch.progress.land.slots.any()
-        m.d.comb += [out.buf.eq(Mux(fetch.busy, fetch.progress.buf, bank.progress.buf)),
-                     out.count.eq(bank.progress.count),
-                     out.finished.eq(bank.progress.finished | fetch.progress.finished),
-                     out.error.eq(Mux(fetch.progress.finished, fetch.progress.error, Error.NONE)),
-                     out.land.eq(Mux(f_lands, fetch.progress.land, bank.progress.land))]
-        m.d.comb += [out.land_rows[j].eq(Mux(f_lands, fetch.progress.land_rows[j], bank.progress.land_rows[j]))
-                     for j in range(len(out.land_rows))]
-        return out
-
-    def _tmem(self, m):
-        p = self.params
         if p.tmem is not None:
             for q in range(QUADRANTS):
-                quad = TmemQuadrant(p.tmem, q)
-                m.submodules[f"tmem{q}"] = quad
+                quad = m.submodules[f"tmem{q}"] = TmemQuadrant(p.tmem, q)
                 for port in ("instr", "store", "fill", "dump_req"):
                     wiring.connect(m, wiring.flipped(getattr(self, f"tmem_{port}")[q]), getattr(quad, port))
                 for port in ("result", "dump"):
                     wiring.connect(m, getattr(quad, port), wiring.flipped(getattr(self, f"tmem_{port}")[q]))
+        return m

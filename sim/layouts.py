@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .ptx import WMMA_BITS, WMMA_SHAPES, Instr
+from .ptx import TCGEN05_REGS_PER_X1, WMMA_BITS, WMMA_SHAPES, Instr
 
 __all__ = ["ROW_BYTES", "rows_per_matrix", "row_count", "row_table", "wmma_table", "wmma_dims",
            "wmma_lines", "wmma_byte_table", "tmem_table", "LANES"]
@@ -223,7 +223,6 @@ def wmma_byte_table(ins: Instr) -> np.ndarray:
 
 @lru_cache(maxsize=None)
 def _tmem_table(shape: str, num: int) -> np.ndarray:
-    from .ptx import TCGEN05_REGS_PER_X1
     per = TCGEN05_REGS_PER_X1[shape]
     T = np.zeros((LANES, per * num, 3), dtype=np.int16)
     for t in range(LANES):

@@ -1,7 +1,11 @@
 import sys
 from pathlib import Path
 
-# Test helpers (ptxgen, …) live beside the tests.
+# Test helpers (ptxgen, stagesim, tmemgen, regress, ...) live in tb/, beside this file; the
+# tests live in folders that mirror the RTL's wings (tb/pipeline, tb/smem, ...).
 sys.path.insert(0, str(Path(__file__).parent))
 
-DATA = Path(__file__).parent / "data"
+#: The repository's root, the test data, and the hardware capture harness.
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tb" / "data"
+HW = ROOT / "tb" / "hw"

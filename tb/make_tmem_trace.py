@@ -2,7 +2,7 @@
 
 No sm_100-family GPU is available, so these records are not captured: their expectations
 come from the model (``replay --emit``), whose Tensor Memory tables are checked against
-CuTe's SM100 copy atoms and the PTX text (tb/test_layouts_cute.py, tb/test_model.py). They
+CuTe's SM100 copy atoms and the PTX text (tb/sim/test_layouts_cute.py, tb/sim/test_model.py). They
 pin that the RTL does what the model does, form by form.
 
 Every shape, .num x1 / x2 / the largest whose packed form fits the 64 columns allocated, plain and 16-bit packed, load

@@ -1,6 +1,6 @@
 """Generate legal and illegal instruction texts and ask NVIDIA's assembler about them.
 
-Used by tb/test_ptxas.py: every text is judged by ``ptx.parse`` and by ``ptxas`` (from the
+Used by tb/sim/test_ptxas.py: every text is judged by ``ptx.parse`` and by ``ptxas`` (from the
 PyPI package nvidia-cuda-nvcc); the verdicts must agree except on the documented list of
 forms the assembler accepts although the PTX texts do not list them (:func:`ptxas_extra`).
 """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import C, Cat, Module, Mux, Signal, unsigned
+from amaranth import C, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -11,7 +11,7 @@ from ..lib.lowest import lowest
 from ..lib.mux import mux_tree
 from ..params import ROW_BITS, ROW_BYTES, Params
 from ..pipeline.forms import BLOCK
-from ..pipeline.records import ADDR_BITS, ENTRIES, ProgressSignature
+from ..pipeline.records import ADDR_BITS, ENTRIES, ProgressSignature, TakeSignature
 
 __all__ = ["GlobalFetch", "AxiSignature", "AXI_PAGE", "AxiResp"]
 
@@ -73,12 +73,10 @@ class GlobalFetch(wiring.Component):
 
     Members
     -------
-    take : In(1)
-        Start the pass ``used`` / ``addr`` into entry ``buf`` at ring block ``start``;
-        ``lastwin``: its last window.
-    offer : In(1)
-        ``used`` / ``addr`` are the next pass this stage will take (the pass queue's head):
-        fetch it ahead. Held until that take.
+    take : In(TakeSignature(params))
+        The take (:class:`~tensorlsu.hdl.pipeline.take.Take`), ``ok`` for the global passes:
+        start the pass into entry ``tail`` at ring block ``start``. A global pass offered
+        and not refused (the pass queue's head) is fetched ahead; it is held until its take.
     blocked : In(1)
         The ring's go-ahead.
     axi : Out(AxiSignature(...))
@@ -92,9 +90,7 @@ class GlobalFetch(wiring.Component):
         self.line_bytes = p.axi_data_bits // 8
         self.id_bits = p.axi_id_bits
         super().__init__({
-            "take": In(1), "offer": In(1), "used": In(p.lanes), "addr": In(unsigned(ADDR_BITS)).array(p.lanes),
-            "buf": In(range(ENTRIES)), "start": In(range(p.row_blocks)), "lastwin": In(range(p.windows)),
-            "blocked": In(1),
+            "take": In(TakeSignature(p)), "blocked": In(1),
             "axi": Out(AxiSignature(p.axi_data_bits, self.id_bits)),
             "progress": Out(ProgressSignature(p)),
             "busy": Out(1), "free": Out(1), "advance": Out(1)})
@@ -232,21 +228,24 @@ class GlobalFetch(wiring.Component):
             m.d.sync += valid.eq(0)
         nxt = ~cur
         # the next pass, fetched ahead while it waits at the head of the pass queue
-        with m.If(self.offer & ~pre & ~self.take):
+        tk = self.take
+        offer = tk.offered & tk.pass_.glob & (tk.pass_.err == Error.NONE)
+        with m.If(offer & ~pre & ~tk.ok):
             m.d.sync += pre.eq(1)
             self._start(m, nxt, addr, used, pending, got, err)
-        with m.If(self.take):
-            m.d.sync += [valid.eq(1), cur.eq(nxt), pre.eq(0), buf.eq(self.buf), start.eq(self.start),
-                         lastwin.eq(self.lastwin), win.eq(0)]
+        with m.If(tk.ok):
+            m.d.sync += [valid.eq(1), cur.eq(nxt), pre.eq(0), buf.eq(tk.tail), start.eq(tk.start),
+                         lastwin.eq(tk.pass_.consts.lastwin), win.eq(0)]
             with m.If(~pre):
                 self._start(m, nxt, addr, used, pending, got, err)
         return m
 
     def _start(self, m, c, addr, used, pending, got, err):
-        """Context ``c`` takes the pass on ``used`` / ``addr``: nothing requested or in yet."""
+        """Context ``c`` takes the pass on ``take``: nothing requested or in yet."""
+        ps = self.take.pass_
         with m.Switch(c):
             for k in range(2):
                 with m.Case(k):
-                    m.d.sync += [used[k].eq(self.used), pending[k].eq(self.used), got[k].eq(0),
+                    m.d.sync += [used[k].eq(ps.consts.used), pending[k].eq(ps.consts.used), got[k].eq(0),
                                  err[k].eq(Error.NONE)]
-                    m.d.sync += [addr[k][s].eq(self.addr[s]) for s in range(len(addr[k]))]
+                    m.d.sync += [addr[k][s].eq(ps.addr[s]) for s in range(len(addr[k]))]

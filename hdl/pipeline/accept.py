@@ -41,6 +41,8 @@ class AcceptStage(wiring.Component):
     -------
     instr : In(stream.Signature(instr_layout(params)))
         The unit's instruction port.
+    smem_size : In(range(smem_bytes + 1))
+        The shared memory an instruction may address (:class:`~tensorlsu.hdl.pipeline.check.InstrCheck`).
     stall : In(1)
         Accept nothing this cycle (the banks are lent to the fill / dump port).
     passes : Out(stream.Signature(pass_layout(params)))
@@ -52,6 +54,7 @@ class AcceptStage(wiring.Component):
     def __init__(self, params: Params):
         self.params = params
         super().__init__({"instr": In(stream.Signature(instr_layout(params))), "stall": In(1),
+                          "smem_size": In(range(params.smem_bytes + 1), init=params.smem_bytes),
                           "passes": Out(stream.Signature(pass_layout(params))), "busy": Out(1)})
 
     def elaborate(self, platform):
@@ -63,6 +66,7 @@ class AcceptStage(wiring.Component):
         check = m.submodules.check = InstrCheck(p)
         chunks = m.submodules.chunks = ChunkAddresses(p)
         m.d.comb += [decode.form.eq(ip.form), check.instr.eq(ip), check.consts.eq(decode.first),
+                     check.smem_size.eq(self.smem_size),
                      chunks.form.eq(ip.form)]
 
         a_valid = Signal()

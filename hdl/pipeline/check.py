@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from tensorlsu.sim.model import WMMA_ADDR_ALIGN
 
 from ..codes import Error, Space
-from ..params import ROW_BYTES, Params
+from ..params import Params
 from . import forms
 from .records import consts_layout, instr_layout
 
@@ -18,9 +18,10 @@ __all__ = ["InstrCheck"]
 class InstrCheck(wiring.Component):
     """Combinational checks of an instruction on the instruction port, in the model's order
     (:mod:`tensorlsu.sim.model`): an unknown form id; for ldmatrix / stmatrix a row address
-    that is not 16-byte aligned, then one that reaches past shared memory; for wmma.load a
+    that is not 16-byte aligned, then one that reaches past ``smem_size``; for wmma.load a
     matrix address that is not 32-byte aligned, then a stride below the leading dimension or
-    off its grain, then a matrix whose last line ends past shared memory. The stmatrix
+    off its grain, then a matrix whose last line ends past ``smem_size`` (shared) or outside
+    the global range. The stmatrix
     overlap check takes cycles and runs in the accept stage.
 
     Parameters
@@ -33,6 +34,9 @@ class InstrCheck(wiring.Component):
         The instruction.
     consts : In(consts_layout(params))
         Its form's constants (:class:`~tensorlsu.hdl.decode.FormDecoder`).
+    smem_size : In(range(smem_bytes + 1))
+        The shared memory the instruction may address, in bytes (the running CTA's
+        allocation; more than ``smem_bytes`` counts as ``smem_bytes``).
     error : Out(Error)
     stride_bytes : Out(stride_width)
         The wmma.load stride in bytes (valid when the stride is in range).
@@ -55,6 +59,7 @@ class InstrCheck(wiring.Component):
     def __init__(self, params: Params):
         self.params = params
         super().__init__({"instr": In(instr_layout(params)), "consts": In(consts_layout(params)),
+                          "smem_size": In(range(params.smem_bytes + 1), init=params.smem_bytes),
                           "error": Out(Error), "stride_bytes": Out(self.stride_width(params)),
                           "glob": Out(1), "base": Out(32)})
 
@@ -62,13 +67,18 @@ class InstrCheck(wiring.Component):
         m = Module()
         p, ip, c = self.params, self.instr, self.consts
         R = p.lanes
+        # the shared memory in force; rows are 16-byte aligned where this verdict counts (a
+        # misaligned row is refused first), so a row is outside when its index reaches the
+        # size's whole rows
+        size = self._size = Signal(range(p.smem_bytes + 1))
+        m.d.comb += size.eq(Mux(self.smem_size > p.smem_bytes, p.smem_bytes, self.smem_size))
         # ldmatrix / stmatrix rows
         misaligned, outside, rows = Signal(R), Signal(R), Signal(R)
         m.d.comb += rows.eq(Mux(c.wmma, 0, c.used))
         for i in range(R):
             a = ip.addr[i]
             m.d.comb += [misaligned[i].eq(rows[i] & (a[:4] != 0)),
-                         outside[i].eq(rows[i] & (a > p.smem_bytes - ROW_BYTES))]
+                         outside[i].eq(rows[i] & (a[4:] >= size[4:]))]
         wmma_err = self._wmma(m)
         with m.If(~c.valid):
             m.d.comb += self.error.eq(Error.UNSUPPORTED)
@@ -115,7 +125,7 @@ class InstrCheck(wiring.Component):
         m.d.comb += end.eq(self.base + span + wm_line_bytes)
         outside = Signal()
         m.d.comb += outside.eq(huge | Mux(self.glob, (self.base < p.global_base) |
-                                          (end > p.global_base + p.global_bytes), end > p.smem_bytes))
+                                          (end > p.global_base + p.global_bytes), end > self._size))
         err = Signal(Error)
         no_global = C(int(not p.global_port), 1)
         with m.If((ip.space == Space.GLOBAL) & no_global):

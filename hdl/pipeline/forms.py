@@ -93,7 +93,7 @@ def _issue_order(ins: Instr) -> dict[tuple[int, int], int]:
     """Chunk ``(line, k)`` → the first wavefront group of the H200's loads that touches it
     (:func:`tensorlsu.sim.model.wmma_wavefront_groups`). Slots filled in this order put the
     chunks of one group in one 8-slot window, so that the unit's h200 windows never take more
-    cycles than the H200's groups (tb/test_wmma_cost.py checks every form and address residue)."""
+    cycles than the H200's groups (tb/pipeline/test_wmma_cost.py checks every form and address residue)."""
     lines, line_bytes = layouts.wmma_lines(ins)
     rows, cols = layouts.wmma_dims(ins.frag, ins.shape)
     least = cols if ins.layout == "row" else rows

@@ -23,7 +23,7 @@ from .forms import BLOCK
 
 __all__ = ["FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "instr_layout",
            "result_layout", "fill_layout", "consts_layout", "pass_layout", "PER_PASS", "ENTRIES",
-           "land_layout", "ProgressSignature", "TakeSignature"]
+           "land_layout", "ProgressSignature", "TakeSignature", "EntriesSignature"]
 
 #: Width of the form-id field of an instruction.
 FORM_BITS = (len(forms.FORMS) - 1).bit_length()
@@ -138,3 +138,20 @@ class TakeSignature(wiring.Signature):
         super().__init__({"offered": Out(1), "pass_": Out(pass_layout(p)), "free": Out(1),
                           "tail": Out(range(ENTRIES)), "take": Out(1), "ok": Out(1),
                           "start": Out(range(p.row_blocks))})
+
+
+class EntriesSignature(wiring.Signature):
+    """The result entries as the ring sees them, from the result stage's side
+    (:class:`~tensorlsu.hdl.pipeline.result.ResultStage` to
+    :class:`~tensorlsu.hdl.pipeline.ring.RowRing`).
+
+    ``head``: the oldest entry; ``valid``: which entries are live; ``head_next`` /
+    ``valid_next``: their values after this cycle; ``end``: the head gives its last beat now;
+    ``reading``: the ring blocks the head's beats from this one on still read (the ring's
+    release).
+    """
+
+    def __init__(self, p: Params):
+        super().__init__({"head": Out(range(ENTRIES)), "head_next": Out(range(ENTRIES)),
+                          "valid": Out(ENTRIES), "valid_next": Out(ENTRIES), "end": Out(1),
+                          "reading": Out(p.row_blocks)})

@@ -10,7 +10,16 @@ from ..codes import Error
 from ..params import ROW_BITS, Params, Policy
 from . import forms
 from .forms import BLOCK
-from .records import CYCLE_BITS, ENTRIES, FORM_BITS, ProgressSignature, TakeSignature, consts_layout, result_layout
+from .records import (
+    CYCLE_BITS,
+    ENTRIES,
+    FORM_BITS,
+    EntriesSignature,
+    ProgressSignature,
+    TakeSignature,
+    consts_layout,
+    result_layout,
+)
 from .shuffle import LoadShuffle, beat_rows
 
 __all__ = ["ResultStage", "entry_layout"]
@@ -58,11 +67,9 @@ class ResultStage(wiring.Component):
         The unit's result port.
     tail : Out(range(ENTRIES))
         The entry the next take fills; ``free``: it is free.
-    head, valid : Out(range(ENTRIES)), Out(ENTRIES)
-        The oldest entry and which entries are live; ``head_next`` / ``valid_next`` their
-        values after this cycle; ``end``: the head gives its last beat now.
-    reading : Out(row_blocks)
-        Ring blocks the head's beats from this one on still read (the ring's release).
+    entries : Out(EntriesSignature(params))
+        The entries as the ring sees them: head, live entries, their next values, the
+        head's last beat, the ring blocks its beats still read.
     """
 
     def __init__(self, params: Params):
@@ -70,9 +77,7 @@ class ResultStage(wiring.Component):
         super().__init__({
             "take": In(TakeSignature(p)), "progress": In(ProgressSignature(p)),
             "result": Out(stream.Signature(result_layout(p))),
-            "tail": Out(range(ENTRIES)), "free": Out(1), "head": Out(range(ENTRIES)), "valid": Out(ENTRIES),
-            "head_next": Out(range(ENTRIES)), "valid_next": Out(ENTRIES), "end": Out(1),
-            "reading": Out(p.row_blocks)})
+            "tail": Out(range(ENTRIES)), "free": Out(1), "entries": Out(EntriesSignature(p))})
 
     @staticmethod
     def after(b):
@@ -95,7 +100,7 @@ class ResultStage(wiring.Component):
         valid, head, tail = Signal(ENTRIES, name="e_valid"), Signal(range(ENTRIES), name="e_head"), \
             Signal(range(ENTRIES), name="e_tail")
         e_set, e_clr = Signal(ENTRIES), Signal(ENTRIES)
-        m.d.comb += [self.valid.eq(valid), self.head.eq(head), self.tail.eq(tail),
+        m.d.comb += [self.entries.valid.eq(valid), self.entries.head.eq(head), self.tail.eq(tail),
                      self.free.eq(~valid.bit_select(tail, 1))]
         self._progress(m, rowbuf)
         tk = self.take
@@ -113,9 +118,9 @@ class ResultStage(wiring.Component):
                         m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                      for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
         self._beats(m, rowbuf, valid, head, e_clr)
-        m.d.comb += [self.end.eq(e_clr.any()), self.head_next.eq(Mux(self.end, self.after(head), head)),
-                     self.valid_next.eq((valid & ~e_clr) | e_set)]
-        m.d.sync += [head.eq(self.head_next), valid.eq(self.valid_next)]
+        m.d.comb += [self.entries.end.eq(e_clr.any()), self.entries.head_next.eq(Mux(self.entries.end, self.after(head), head)),
+                     self.entries.valid_next.eq((valid & ~e_clr) | e_set)]
+        m.d.sync += [head.eq(self.entries.head_next), valid.eq(self.entries.valid_next)]
         return m
 
     def _progress(self, m, rowbuf):
@@ -168,7 +173,7 @@ class ResultStage(wiring.Component):
         shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS, blocks=NB)
         m.d.comb += [shuf.form.eq(h.form), shuf.beat.eq(beat), shuf.start.eq(h.start)]
         m.d.comb += [shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]
-        m.d.comb += self.reading.eq(Mux(h_valid & (h.err == Error.NONE), Cat(*[
+        m.d.comb += self.entries.reading.eq(Mux(h_valid & (h.err == Error.NONE), Cat(*[
             Cat(*[rest[k] & ((h.start + k)[:len(h.start)] == pb) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
         need_next, rest_next = self._next_beat(m, h.form, beat)

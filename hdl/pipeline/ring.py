@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 from ..codes import Error
 from ..params import Params
 from .forms import BLOCK
-from .records import ENTRIES, TakeSignature
+from .records import ENTRIES, EntriesSignature, TakeSignature
 
 __all__ = ["RowRing"]
 
@@ -40,8 +40,8 @@ class RowRing(wiring.Component):
         The pass leaving the pass queue (``start`` is not read: it is this block's output).
     start : Out(range(row_blocks))
         The first ring block of the pass ``take`` carries (valid for a load).
-    head, head_next, valid, valid_next, end, reading : In
-        The result stage's entries (:class:`~tensorlsu.hdl.result.ResultStage`).
+    entries : In(EntriesSignature(params))
+        The result stage's entries (:class:`~tensorlsu.hdl.pipeline.result.ResultStage`).
     fill_buf : In(range(ENTRIES))
         The entry the bank stage fills; ``advance``: it moves on to its next window.
     blocked : Out(1)
@@ -55,8 +55,7 @@ class RowRing(wiring.Component):
         NB = p.row_blocks
         super().__init__({
             "take": In(TakeSignature(p)), "start": Out(range(NB)),
-            "head": In(range(ENTRIES)), "head_next": In(range(ENTRIES)), "valid": In(ENTRIES),
-            "valid_next": In(ENTRIES), "end": In(1), "reading": In(NB),
+            "entries": In(EntriesSignature(p)),
             "fill_buf": In(range(ENTRIES)), "advance": In(1),
             "blocked": Out(1), "window": Out(NB)})
         # named here for the proof's invariants (formal/specs.py): each entry's ring blocks,
@@ -92,10 +91,10 @@ class RowRing(wiring.Component):
 
         blocks, busy = self.state["blocks"], self.state["busy"]
         nxt = Signal(NB)                    # the entry after the head's blocks
-        with m.Switch(self.head):
+        with m.Switch(self.entries.head):
             for b in range(ENTRIES):
                 with m.Case(b):
-                    m.d.comb += nxt.eq(Mux(self.valid[(b + 1) % ENTRIES], blocks[(b + 1) % ENTRIES], 0))
+                    m.d.comb += nxt.eq(Mux(self.entries.valid[(b + 1) % ENTRIES], blocks[(b + 1) % ENTRIES], 0))
         # The next state of every register the check reads: each register takes it, and the
         # check is made from it, so the go-ahead is a register too.
         fill_buf_n = Signal.like(self.fill_buf)
@@ -106,12 +105,12 @@ class RowRing(wiring.Component):
                      window_n.eq(Mux(tk.ok, take_window, Mux(self.advance, self.window.rotate_left(wb),
                                                                 self.window))),
                      # after the head's last beat the next head may read all of its blocks
-                     busy_n.eq(Mux(self.end, nxt, self.reading))]
+                     busy_n.eq(Mux(self.entries.end, nxt, self.entries.reading))]
         m.d.comb += [blocks_n[b].eq(Mux(tk.take & (tk.tail == b),
                                         Mux(tk.pass_.err == Error.NONE, take_blocks, 0), blocks[b]))
                      for b in range(ENTRIES)]
         window = Signal(NB, name="r_window")
         m.d.comb += self.window.eq(window)
         m.d.sync += [window.eq(window_n), busy.eq(busy_n)] + [blocks[b].eq(blocks_n[b]) for b in range(ENTRIES)]
-        m.d.sync += self.blocked.eq(self.check(self.head_next, fill_buf_n, self.valid_next, blocks_n, window_n, busy_n))
+        m.d.sync += self.blocked.eq(self.check(self.entries.head_next, fill_buf_n, self.entries.valid_next, blocks_n, window_n, busy_n))
         return m

@@ -37,7 +37,7 @@ def h200_cycles(fid: int) -> tuple[int, ...]:
     (:func:`tensorlsu.sim.model.wavefronts`) for every address residue: entry
     ``(stride_bytes / STRIDE_GRAIN mod 16) · 4 + base / BASE_GRAIN mod 4``; 0 where no legal
     stride has that residue. The rule depends on the addresses modulo :data:`PERIOD` only (two
-    lines never share a word, as a stride is at least a line), which tb/test_wmma_cost.py
+    lines never share a word, as a stride is at least a line), which tb/pipeline/test_wmma_cost.py
     checks."""
     inf = forms.info(fid)
     out = []

@@ -47,7 +47,7 @@ class BankStage(wiring.Component):
     A pass with a ``cost`` (a wmma.load's last pass under ``"h200"``: the H200's bank cycles)
     holds the banks after its last window until the instruction has taken that many cycles
     (its passes' cycles together), counting them as bank cycles: the unit's windows never take
-    more than the H200's (tb/test_wmma_cost.py), so the instruction takes exactly the H200's
+    more than the H200's (tb/pipeline/test_wmma_cost.py), so the instruction takes exactly the H200's
     count.
 
     Priorities: a take overrides a window's step, which overrides nothing else. This

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import tensorlsu.sim
 from amaranth.back import rtlil
 
 __all__ = ["verilog_text", "yosys_command"]
@@ -33,10 +34,10 @@ def _cache_key(dut, name: str) -> str | None:
     if params is None:
         return None
     h = hashlib.sha256(f"{type(dut).__qualname__}|{params!r}|{name}".encode())
-    import tensorlsu.sim  # the layouts the schedules are generated from
-    for pkg in (Path(__file__).resolve().parent, Path(tensorlsu.sim.__file__).resolve().parent):
-        for src in sorted(pkg.glob("*.py")):
-            h.update(src.name.encode())
+    # every RTL source, and the model's layouts the schedules are generated from
+    for pkg in (Path(__file__).resolve().parent.parent, Path(tensorlsu.sim.__file__).resolve().parent):
+        for src in sorted(pkg.rglob("*.py")):
+            h.update(str(src.relative_to(pkg)).encode())
             h.update(src.read_bytes())
     return h.hexdigest()[:24]
 

@@ -93,6 +93,9 @@ def header_text(dut, top: str) -> str:
     out += ["// the Tensor Memory ports are arrays of one port per quadrant: tmem_instr__Q__payload,",
             "// ...; their fields are the same for every quadrant"]
     for port, sig in dut.signature.members.items():
+        if sig.is_port:         # a plain input (smem_size)
+            out.append(f"`define {_PREFIX}_{port.upper()}_WIDTH {Shape.cast(sig.shape).width}")
+            continue
         if "payload" not in sig.signature.members:
             continue            # the AXI port: AXI names, widths above
         shape = sig.signature.members["payload"].shape

@@ -58,6 +58,7 @@ module example_tb;
 
     tensorlsu_lsu dut (
         .clk(clk), .rst(rst),
+        .smem_size(`TENSORLSU_SMEM_BYTES),
         .instr__payload(instr_payload), .instr__valid(instr_valid), .instr__ready(instr_ready),
         .store__payload(store_payload), .store__valid(store_valid), .store__ready(store_ready),
         .result__payload(result_payload), .result__valid(result_valid), .result__ready(result_ready),

@@ -8,93 +8,14 @@ vectors themselves through the RTL replay backend.
 import numpy as np
 import pytest
 import regress
-from amaranth.sim import Simulator
 from conftest import DATA
 from tensorlsu.cosim import cli
 from tensorlsu.hdl.codes import Error
-from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
-from tensorlsu.hdl.smem.scheduler import BankScheduler
 from tensorlsu.sim import model, ptx, trace
 
 SIMS = ["icarus", "verilator"]
-
-
-@pytest.mark.parametrize("kwargs,message", [
-    ({"lanes": 16}, "lanes must be 32 (the PTX forms are defined for 32-thread warps), not 16"),
-    ({"banks": 24}, "banks must be a power of two, not 24"),
-    ({"bank_bytes": 3}, "bank_bytes must be a power of two, not 3"),
-    ({"banks": 2}, "banks * bank_bytes must be a multiple of 16 bytes (one matrix row), not 8"),
-    ({"smem_bytes": 1000}, "smem_bytes must be a multiple of banks * bank_bytes = 128, not 1000"),
-    ({"smem_bytes": 256 * 1024}, "smem_bytes must be at most 233472 (228 KiB), not 262144"),
-    ({"schedule": "fifo"}, "schedule must be one of 'h200', 'packed', not 'fifo'"),
-    ({"smem_bytes": 0}, "smem_bytes must be a positive integer, not 0"),
-    ({"banks": True}, "banks must be a positive integer, not True"),
-    ({"tmem_columns": 48}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 48"),
-    ({"tmem_columns": 1024}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 1024"),
-    ({"axi_data_bits": 64}, "axi_data_bits must be 128, 256 or 512, not 64"),
-    ({"axi_outstanding": 0}, "axi_outstanding must be an integer from 1 to 16, not 0"),
-    ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
-])
-def test_parameters_are_validated(kwargs, message):
-    with pytest.raises(ValueError) as e:
-        Params(**kwargs)
-    assert str(e.value) == message
-    with pytest.raises(ValueError) as e:
-        LoadStoreUnit(**kwargs)
-    assert str(e.value) == message
-
-
-def test_parameter_geometry():
-    p = Params(smem_bytes=228 * 1024)
-    assert (p.line_bytes, p.quads, p.lines) == (128, 8, 1824)
-    # line indices: 1824 lines need 11 bits; the default 16 KiB is 128 lines of 128 bytes (7)
-    assert (p.line_bits, Params().line_bits, Params(smem_bytes=128).line_bits) == (11, 7, 1)
-    assert Params(banks=64).quads == 16
-    # h200 serves one 8-row matrix per cycle (docs/facts.md); a packer mixes all 32 rows
-    assert (Params().window, Params(schedule="packed").window) == (8, 32)
-
-
-def test_scheduler_serves_every_row_once_within_the_model_cycles():
-    """Amaranth simulation of the scheduler alone: repeatedly serve the eligible rows of one
-    matrix (the h200 policy's unit); the number of cycles equals model.wavefronts for x1."""
-    dut = BankScheduler(rows=32, quads=8, line_bits=7)
-    rng = np.random.default_rng(3)
-    ins = ptx.parse("ldmatrix.sync.aligned.m8n8.x1.b16", "sm_90a")
-    cases = []
-    for _ in range(40):
-        pool = rng.integers(0, 64, size=int(rng.integers(1, 9)))
-        cases.append([int(x) * 16 for x in rng.choice(pool, 8)] + [0] * 24)
-
-    async def bench(ctx):
-        for addr in cases:
-            pending, cycles, seen = 0xFF, 0, set()
-            for i, a in enumerate(addr):
-                ctx.set(dut.quad[i], (a // 16) % 8)
-                ctx.set(dut.line[i], a // 128)
-            while pending:
-                ctx.set(dut.eligible, pending)
-                await ctx.delay(1e-9)
-                served = ctx.get(dut.served)
-                assert served and not served & ~pending  # progress, only what was asked
-                lines = {}
-                for q in range(8):
-                    g = ctx.get(dut.grant[q])
-                    if g.valid:
-                        lines[q] = int(g.line)
-                for i in range(8):
-                    if served >> i & 1:  # one distinct address per quad, served rows use it
-                        assert lines[(addr[i] // 16) % 8] == addr[i] // 128
-                        seen.add(i)
-                pending &= ~served
-                cycles += 1
-            assert seen == set(range(8))
-            assert cycles == model.wavefronts(ins, addr)
-
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
 
 
 @pytest.mark.parametrize("sim", SIMS)

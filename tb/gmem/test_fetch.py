@@ -45,10 +45,11 @@ def _run(p, passes, image, *, resp=None, seed=0):
     got = {"rows": [{} for _ in passes], "ars": [], "error": [None] * len(passes), "max_in_flight": 0}
 
     def present(ctx, addrs):
-        ctx.set(dut.used, (1 << len(addrs)) - 1)
-        ctx.set(dut.lastwin, (len(addrs) - 1) // p.window)
+        ctx.set(dut.take.pass_.glob, 1)
+        ctx.set(dut.take.pass_.consts.used, (1 << len(addrs)) - 1)
+        ctx.set(dut.take.pass_.consts.lastwin, (len(addrs) - 1) // p.window)
         for s, a in enumerate(addrs):
-            ctx.set(dut.addr[s], a)
+            ctx.set(dut.take.pass_.addr[s], a)
 
     async def bench(ctx):
         axi = dut.axi
@@ -64,8 +65,8 @@ def _run(p, passes, image, *, resp=None, seed=0):
             take = taken < len(passes) and ctx.get(dut.free) and rng.random() < 0.7
             if taken < len(passes):
                 present(ctx, passes[taken])
-            ctx.set(dut.offer, taken < len(passes))
-            ctx.set(dut.take, take)
+            ctx.set(dut.take.offered, taken < len(passes))
+            ctx.set(dut.take.ok, take)
             # ... and answers a random burst's next beat
             if r_beat is None and bursts and rng.random() < 0.6:
                 b = rng.choice(bursts)

@@ -104,7 +104,7 @@ def test_refused_load_gives_every_beat_with_the_error():
         _take(ctx, dut, fid, err=Error.MISALIGNED)
         await _stop_take(ctx, dut)
         got["beats"] = await _beats(ctx, dut)
-        assert ctx.get(dut.valid) == 0                   # the entry is free again
+        assert ctx.get(dut.entries.valid) == 0                   # the entry is free again
 
     _run(bench)
     assert [(c, e, n) for c, _, e, n in got["beats"]] == [(k, Error.MISALIGNED, 0) for k in range(4)]

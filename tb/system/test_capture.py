@@ -8,15 +8,13 @@ shared, global and generic spaces) and 72 saturated-throughput measurements.
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import ptxgen
 import pytest
-from conftest import DATA
+from conftest import DATA, HW
 from tensorlsu.sim import trace
 
 CAPTURE = DATA / "h200_capture.jsonl"
-HW = Path(__file__).parent / "hw"
 
 
 def test_captured_vectors_replay_clean():

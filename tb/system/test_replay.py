@@ -186,3 +186,32 @@ def test_tcgen05_st_records(tmp_path):
     out = next(trace.run(trace.load(_write(tmp_path, recs[:1])), trace.ModelBackend()))
     assert out.failures == [f"tmem: first difference at byte 0x{i:x} (lane 35, column 6) "
                             f"(expected 0x{bad[i]:02x}, got 0x{bad[i] ^ 0xFF:02x})"]
+
+
+@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+def test_model_and_rtl_refuse_rows_and_matrices_past_the_image(tmp_path, sim, capsys):
+    """A record's image, when given, is the whole shared memory: both backends refuse a row or
+    a wmma.load matrix that reaches past its end, and run one that ends exactly there
+    (docs/trace-format.md). Expected values: the image's bytes placed by the PTX text's
+    ldmatrix layout (thread t holds word t mod 4 of row t / 4) and the image's length."""
+    image = bytes(range(256)) * 16                                   # 4 KiB
+    odd = image[:672]                                                # not whole 128-byte lines
+    ld = "ldmatrix.sync.aligned.m8n8.x1.shared.b16"
+    wmma = "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16"       # 16 lines of 32 bytes
+
+    def regs(img, rows):
+        return [[int.from_bytes(img[rows[t // 4] + 4 * (t % 4):][:4], "little")] for t in range(32)]
+
+    last = [4096 - 16 * (8 - r) for r in range(8)] + [0] * 24        # the image's last 8 rows
+    recs = [{"instr": ld, "addr": last, "smem": image.hex(), "expect": {"regs": regs(image, last)}},
+            {"instr": ld, "addr": [8192] + last[1:], "smem": image.hex(), "expect": {"error": "outside"}},
+            {"instr": ld, "addr": [4096] + last[1:], "smem": image.hex(), "expect": {"error": "outside"}},
+            {"instr": ld, "addr": [656] * 32, "smem": odd.hex(), "expect": {"regs": regs(odd, [656] * 8)}},
+            {"instr": ld, "addr": [672] * 32, "smem": odd.hex(), "expect": {"error": "outside"}},
+            {"instr": wmma, "addr": 4096 - 512, "smem": image.hex(), "expect": {}},
+            {"instr": wmma, "addr": 4096 - 480, "smem": image.hex(), "expect": {"error": "outside"}}]
+    path = _write(tmp_path, recs)
+    model = list(trace.run(trace.load(path), trace.ModelBackend()))
+    assert [o.passed for o in model] == [True] * len(recs), [o.failures for o in model]
+    assert cli.main(["replay", str(path), "--backend", "rtl", "--sim", sim]) == 0, capsys.readouterr().out[-3000:]
+    assert f"{len(recs)} records, {len(recs)} passed, 0 failed" in capsys.readouterr().out

@@ -53,21 +53,21 @@ def test_the_go_ahead_waits_for_the_heads_reads():
     seen = []
 
     async def bench(ctx):
-        ctx.set(dut.head, 0)
-        ctx.set(dut.head_next, 0)
+        ctx.set(dut.entries.head, 0)
+        ctx.set(dut.entries.head_next, 0)
         # entry 1 is taken now: a 1-block load at alloc 0 -> block 0
         _take(ctx, dut, tail=1, blocks=1)
-        ctx.set(dut.valid, 0b001)
-        ctx.set(dut.valid_next, 0b011)
-        ctx.set(dut.reading, 0b0001)         # the head's remaining beats read block 0
+        ctx.set(dut.entries.valid, 0b001)
+        ctx.set(dut.entries.valid_next, 0b011)
+        ctx.set(dut.entries.reading, 0b0001)         # the head's remaining beats read block 0
         await ctx.tick()
         ctx.set(dut.take.take, 0)
         ctx.set(dut.take.ok, 0)
-        ctx.set(dut.valid, 0b011)
+        ctx.set(dut.entries.valid, 0b011)
         ctx.set(dut.fill_buf, 1)
         for reading in (0b0001, 0b0001, 0b0000, 0b0000):
             seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
-            ctx.set(dut.reading, reading)
+            ctx.set(dut.entries.reading, reading)
             await ctx.tick()
         seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
 
@@ -83,14 +83,14 @@ def test_a_waiting_entry_blocks_the_window_until_it_is_head():
     seen = []
 
     async def bench(ctx):
-        ctx.set(dut.head, 0)
-        ctx.set(dut.head_next, 0)
-        ctx.set(dut.valid, 0b001)
+        ctx.set(dut.entries.head, 0)
+        ctx.set(dut.entries.head_next, 0)
+        ctx.set(dut.entries.valid, 0b001)
         for tail, valid_next in ((0, 0b001), (1, 0b011), (2, 0b111)):
             _take(ctx, dut, tail=tail, blocks=1)    # one block each: blocks 0, 1, 2
-            ctx.set(dut.valid_next, valid_next)
+            ctx.set(dut.entries.valid_next, valid_next)
             await ctx.tick()
-            ctx.set(dut.valid, valid_next)
+            ctx.set(dut.entries.valid, valid_next)
         ctx.set(dut.take.take, 0)
         ctx.set(dut.take.ok, 0)
         ctx.set(dut.fill_buf, 2)
@@ -101,18 +101,18 @@ def test_a_waiting_entry_blocks_the_window_until_it_is_head():
             seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
         ctx.set(dut.advance, 0)
         # the head (entry 0) gives its last beat: entry 1 becomes the head, reading block 1
-        ctx.set(dut.end, 1)
-        ctx.set(dut.head_next, 1)
-        ctx.set(dut.valid_next, 0b110)
+        ctx.set(dut.entries.end, 1)
+        ctx.set(dut.entries.head_next, 1)
+        ctx.set(dut.entries.valid_next, 0b110)
         await ctx.tick()
-        ctx.set(dut.end, 0)
-        ctx.set(dut.head, 1)
-        ctx.set(dut.valid, 0b110)
-        ctx.set(dut.reading, 0b0010)
+        ctx.set(dut.entries.end, 0)
+        ctx.set(dut.entries.head, 1)
+        ctx.set(dut.entries.valid, 0b110)
+        ctx.set(dut.entries.reading, 0b0010)
         seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
         await ctx.tick()
         seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
-        ctx.set(dut.reading, 0)                 # entry 1's beats are done with block 1
+        ctx.set(dut.entries.reading, 0)                 # entry 1's beats are done with block 1
         await ctx.tick()
         seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from tensorlsu.cosim.layout import Layout
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.lsu import LoadStoreUnit
@@ -16,8 +17,6 @@ from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.hdl.verilog.header import form_macro
 from tensorlsu.sim import ptx
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,62 @@
+"""The take: the oldest queued pass leaves the pass queue into the next result entry."""
+
+from __future__ import annotations
+
+from amaranth import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..codes import Error
+from ..params import Params
+from .records import ENTRIES, TakeSignature, pass_layout
+
+__all__ = ["Take"]
+
+
+class Take(wiring.Component):
+    """The take: the pass at the head of the pass queue leaves into entry ``tail`` when that
+    entry is free and, unless it was refused (it then only gives its error beats), the stages
+    that serve passes (the bank stage, the global fetch stage) are free; it then starts in the
+    stage of its memory and in the ring.
+
+    Combinational (latency 0). This implementation assumes ``stages_free`` depends on no
+    handshake of the same cycle (each stage's ``free`` comes from its registers and its own
+    finish).
+
+    Members
+    -------
+    pop : In(stream.Signature(pass_layout(params)))
+        The pass queue's head.
+    free, tail : In(1), In(range(ENTRIES))
+        The result stage's next entry, and whether it is free.
+    start : In(range(row_blocks))
+        The ring's first block for the pass (:class:`~tensorlsu.hdl.pipeline.ring.RowRing`).
+    stages_free : In(1)
+        The bank stage and the global fetch stage are free (or end their pass this cycle).
+    take : Out(TakeSignature(params))
+        The take as the result stage and the ring see it: ``ok`` for every pass served.
+    shared, global_ : Out(TakeSignature(params))
+        The same take, with ``ok`` only for the passes the bank stage serves (shared memory)
+        or the global fetch stage serves (global memory).
+    """
+
+    def __init__(self, params: Params):
+        self.params = p = params
+        super().__init__({
+            "pop": In(stream.Signature(pass_layout(p))), "free": In(1), "tail": In(range(ENTRIES)),
+            "start": In(range(p.row_blocks)), "stages_free": In(1),
+            "take": Out(TakeSignature(p)), "shared": Out(TakeSignature(p)), "global_": Out(TakeSignature(p))})
+
+    def elaborate(self, platform):
+        m = Module()
+        pop, tk = self.pop, self.take
+        ok = pop.payload.err == Error.NONE
+        m.d.comb += [tk.offered.eq(pop.valid), tk.pass_.eq(pop.payload), tk.free.eq(self.free),
+                     tk.tail.eq(self.tail), tk.start.eq(self.start),
+                     tk.take.eq(pop.valid & self.free & (~ok | self.stages_free)), tk.ok.eq(tk.take & ok),
+                     pop.ready.eq(tk.take)]
+        for out, glob in ((self.shared, 0), (self.global_, 1)):
+            m.d.comb += [getattr(out, k).eq(getattr(tk, k)) for k in ("offered", "pass_", "free", "tail", "take",
+                                                                      "start")]
+            m.d.comb += out.ok.eq(tk.ok & (pop.payload.glob == glob))
+        return m

@@ -1,0 +1,61 @@
+# amaranth: UnusedElaboratable=no
+"""Parameters: each bad one refused with a message naming it (by Params and by the unit), and
+the geometry they imply. Expected values: the PTX forms (32-thread warps), the H200's shared
+memory (228 KiB, 32 banks of 4 bytes) and the AXI4 limits."""
+
+import pytest
+from tensorlsu.hdl.lsu import LoadStoreUnit
+from tensorlsu.hdl.params import Params, TmemParams
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"lanes": 16}, "lanes must be 32 (the PTX forms are defined for 32-thread warps), not 16"),
+    ({"banks": 24}, "banks must be a power of two, not 24"),
+    ({"bank_bytes": 3}, "bank_bytes must be a power of two, not 3"),
+    ({"banks": 2}, "banks * bank_bytes must be a multiple of 16 bytes (one matrix row), not 8"),
+    ({"smem_bytes": 1000}, "smem_bytes must be a multiple of banks * bank_bytes = 128, not 1000"),
+    ({"smem_bytes": 256 * 1024}, "smem_bytes must be at most 233472 (228 KiB), not 262144"),
+    ({"schedule": "fifo"}, "schedule must be one of 'h200', 'packed', not 'fifo'"),
+    ({"smem_bytes": 0}, "smem_bytes must be a positive integer, not 0"),
+    ({"banks": True}, "banks must be a positive integer, not True"),
+    ({"tmem_columns": 48}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 48"),
+    ({"tmem_columns": 1024}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 1024"),
+    ({"axi_data_bits": 64}, "axi_data_bits must be 128, 256 or 512, not 64"),
+    ({"axi_outstanding": 0}, "axi_outstanding must be an integer from 1 to 16, not 0"),
+    ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
+])
+def test_parameters_are_validated(kwargs, message):
+    with pytest.raises(ValueError) as e:
+        Params(**kwargs)
+    assert str(e.value) == message
+    with pytest.raises(ValueError) as e:
+        LoadStoreUnit(**kwargs)
+    assert str(e.value) == message
+
+
+def test_parameter_geometry():
+    p = Params(smem_bytes=228 * 1024)
+    assert (p.line_bytes, p.quads, p.lines) == (128, 8, 1824)
+    # line indices: 1824 lines need 11 bits; the default 16 KiB is 128 lines of 128 bytes (7)
+    assert (p.line_bits, Params().line_bits, Params(smem_bytes=128).line_bits) == (11, 7, 1)
+    assert Params(banks=64).quads == 16
+    # h200 serves one 8-row matrix per cycle (docs/facts.md); a packer mixes all 32 rows
+    assert (Params().window, Params(schedule="packed").window) == (8, 32)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"columns": 48}, "tmem columns must be a power of two from 32 to 512, not 48"),
+    ({"columns": 512, "banks": 3}, "tmem banks must be 1 or 2, not 3"),
+])
+def test_tmem_parameters_are_validated(kwargs, message):
+    with pytest.raises(ValueError) as e:
+        TmemParams(**kwargs)
+    assert str(e.value) == message
+
+
+def test_the_unit_owns_its_tensor_memory_parameters():
+    assert Params().tmem == TmemParams(512, 2)
+    assert Params(tmem_columns=64, tmem_banks=1).tmem == TmemParams(64, 1)
+    assert Params(tmem_columns=0).tmem is None
+    # one AXI id per outstanding burst
+    assert [Params(axi_outstanding=n).axi_id_bits for n in (1, 2, 4, 5, 16)] == [1, 1, 2, 3, 4]
