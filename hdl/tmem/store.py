@@ -1,0 +1,103 @@
+"""tcgen05.st: the store port's registers collected into beats, placed into a step's columns,
+and the writes registered (stage W)."""
+
+from __future__ import annotations
+
+from amaranth import Module, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..params import TmemParams
+from .banks import pick
+from .plan import MAX_REGS, PORTS_PER_BANK, accesses, schedule
+from .records import LANES, beat_layout
+from .scatter import TmemScatter
+
+__all__ = ["TmemStore"]
+
+
+class TmemStore(wiring.Component):
+    """The store side of a quadrant: beats of two registers (one where the instruction has one)
+    from the store port, a *pending* beat filling while the *held* one is written over its
+    steps (:class:`~tensorlsu.hdl.tmem.scatter.TmemScatter` places it into the step's
+    columns), and the writes registered per bank port (stage W), so that neither the step
+    table nor the placement lies on the memory's input path.
+
+    Latency: a step's writes reach the memory the cycle after the step (``writing``). The
+    register that completes a beat goes straight to the held beat when the writes are free.
+    A refused store's registers are taken and dropped (``drained`` once all are in).
+
+    Members
+    -------
+    store : In(stream.Signature(ArrayLayout(unsigned(32), LANES)))
+        The quadrant's store port.
+    start, nregs, take, refusing : In
+        An instruction is accepted (``start``) with ``nregs`` registers to take; ``take``: a
+        store is in flight whose registers are wanted; ``refusing``: it was refused.
+    writing, last_step : In(1)
+        The held beat is written this step; it is the beat's last step.
+    var, on, wide, lane_off : In
+        The step's placement (:class:`~tensorlsu.hdl.tmem.steps.TmemSteps`) and the form's.
+    addr, parity : In
+        The step's address of each bank port and each group's parity (the quadrant's).
+    held_valid : Out(1)
+        A beat is held for writing.
+    drained : Out(1)
+        Every register of the instruction has been taken.
+    w_addr, w_data, w_en : Out, per bank and port
+        The registered writes (:class:`~tensorlsu.hdl.tmem.banks.TmemBanks`).
+    """
+
+    def __init__(self, params: TmemParams):
+        self.params = p = params
+        depth, ports = p.columns // p.banks, PORTS_PER_BANK
+        nvar = len(schedule(p.banks).variants)
+        super().__init__({
+            "store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))),
+            "start": In(1), "nregs": In(range(MAX_REGS + 1)), "take": In(1), "refusing": In(1),
+            "writing": In(1), "last_step": In(1),
+            "var": In(range(max(nvar, 2))), "on": In(accesses(p.banks)), "wide": In(1), "lane_off": In(range(LANES + 1)),
+            "addr": In(range(depth)).array(p.banks, ports), "parity": In(ports),
+            "held_valid": Out(1), "drained": Out(1),
+            "w_addr": Out(range(depth)).array(p.banks, ports), "w_data": Out(unsigned(32 * LANES)).array(p.banks, ports),
+            "w_en": Out(LANES).array(p.banks, ports)})
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        m.submodules.scatter = scatter = TmemScatter(p.banks)
+        pending, held = Signal(beat_layout()), Signal(beat_layout())
+        pending_slot, pending_full, pair = Signal(), Signal(), Signal()
+        drain = Signal(range(MAX_REGS + 1))                     # registers still to take
+        held_valid, writing, done_beat = self.held_valid, self.writing, self.writing & self.last_step
+        m.d.comb += [scatter.beat.eq(held), scatter.var.eq(self.var), scatter.wide.eq(self.wide),
+                     scatter.lane_off.eq(self.lane_off), self.drained.eq(drain == 0)]
+        enables = [scatter.lanes[k] & self.on[k].replicate(LANES) for k in range(len(self.on))]
+        for g in range(PORTS_PER_BANK):
+            for b in range(p.banks):
+                m.d.sync += [self.w_addr[b][g].eq(self.addr[b][g]),
+                             self.w_data[b][g].eq(pick(p.banks, b, g, list(scatter.words), self.parity[g])),
+                             self.w_en[b][g].eq(pick(p.banks, b, g, enables, self.parity[g]) & writing.replicate(LANES))]
+        move = Signal()       # the pending beat becomes the held one at this edge
+        m.d.comb += move.eq(pending_full & (~held_valid | done_beat))
+        with m.If(move):
+            m.d.sync += [held.eq(pending), held_valid.eq(1), pending_full.eq(0)]
+        with m.Elif(done_beat):
+            m.d.sync += held_valid.eq(0)
+        port = self.store
+        with m.If(self.refusing):
+            m.d.comb += port.ready.eq(self.take & (drain != 0))
+        with m.Else():
+            m.d.comb += port.ready.eq(self.take & (drain != 0) & (~pending_full | move))
+        with m.If(port.valid & port.ready):
+            m.d.sync += [pending[pending_slot].eq(port.payload), drain.eq(drain - 1)]
+            with m.If(~self.refusing):
+                m.d.sync += [pending_full.eq(pending_slot | ~pair), pending_slot.eq(pair & ~pending_slot)]
+                # the register that completes a beat goes straight to the writes when they are free
+                with m.If((pending_slot | ~pair) & ~pending_full & (~held_valid | done_beat)):
+                    m.d.sync += [held.eq(pending), held[pending_slot].eq(port.payload),
+                                 held_valid.eq(1), pending_full.eq(0)]
+        with m.If(self.start):
+            m.d.sync += [held_valid.eq(0), pending_full.eq(0), pending_slot.eq(0), pair.eq(self.nregs > 1),
+                         drain.eq(self.nregs)]
+        return m
