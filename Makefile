@@ -46,10 +46,13 @@ regress: $(STAMP)
 
 # The unit as one Verilog file and its header (form ids, payload fields, error codes, build
 # parameters): build/tensorlsu_lsu.v and .vh; tb/verilog/example_tb.v uses them (docs/ports.md).
+# Sizes: make verilog SMEM_BYTES=233472 TMEM_COLUMNS=512 AXI_DATA_BITS=256 (python -m tensorlsu.hdl
+# --help lists every parameter).
 verilog: $(STAMP)
 	mkdir -p build
 	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY) \
-		$(if $(TMEM_COLUMNS),--tmem-columns $(TMEM_COLUMNS))
+		$(if $(SMEM_BYTES),--smem-bytes $(SMEM_BYTES)) $(if $(TMEM_COLUMNS),--tmem-columns $(TMEM_COLUMNS)) \
+		$(if $(AXI_DATA_BITS),--axi-data-bits $(AXI_DATA_BITS))
 
 test: $(STAMP)
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS)
