@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .lsu import TOP, LoadStoreUnit
+from . import TOP
+from .lsu import LoadStoreUnit
 from .params import POLICIES, Params
 from .verilog.emit import verilog_text
 from .verilog.header import header_text

@@ -117,7 +117,7 @@ def main() -> int:
         raw = Path(d) / "in.jsonl"
         raw.write_text("".join(json.dumps(r) + "\n" for r in recs))
         # expectations: what the model produces
-        rc = subprocess.call([sys.executable, "-m", "tensorlsu.sim", "replay", str(raw), "--emit", args.out],
+        rc = subprocess.call([sys.executable, "-m", "tensorlsu.cosim", "replay", str(raw), "--emit", args.out],
                              stdout=subprocess.DEVNULL)
     if rc:
         return rc

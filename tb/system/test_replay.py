@@ -94,7 +94,7 @@ def test_malformed_records_name_line_and_reason(tmp_path, line, message, capsys)
 
 
 def test_console_entry_point_runs():
-    r = subprocess.run([sys.executable, "-m", "tensorlsu.sim", "replay", str(GOLDEN)],
+    r = subprocess.run([sys.executable, "-m", "tensorlsu.cosim", "replay", str(GOLDEN)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "822 records, 822 passed, 0 failed" in r.stdout

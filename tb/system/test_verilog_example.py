@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from tensorlsu.cosim.layout import Layout
+from tensorlsu.cosim.runner import layout_of
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params
@@ -44,7 +44,7 @@ def test_header_numbers(emitted):
     assert len({form_macro(f) for f in range(len(forms.FORMS))}) == len(forms.FORMS)
     assert {k[len("TENSORLSU_ERROR_"):]: v for k, v in d.items() if k.startswith("TENSORLSU_ERROR_")} == \
         {e.name: e.value for e in Error}
-    lay = Layout.of(LoadStoreUnit(Params(tmem_columns=64)))   # what the cocotb benches pack and unpack with
+    lay = layout_of(LoadStoreUnit(Params(tmem_columns=64)))   # what the cocotb benches pack and unpack with
     assert (d["TENSORLSU_RESULT_ERROR_OFFSET"], d["TENSORLSU_RESULT_LAST_OFFSET"],
             d["TENSORLSU_RESULT_CYCLES_OFFSET"]) == (lay.result_error, lay.result_last, lay.result_cycles)
     assert (d["TENSORLSU_RESULT_REGS_OFFSET"], d["TENSORLSU_RESULT_REGS_WIDTH"]) == (lay.result_regs, lay.regs_bits)
