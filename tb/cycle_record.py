@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "system"))
 
 from regress import flatten, make_jobs  # noqa: E402
 from tensorlsu.cosim.backend import RtlBackend  # noqa: E402
