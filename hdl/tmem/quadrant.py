@@ -125,8 +125,7 @@ class TmemQuadrant(wiring.Component):
                      accept.eq(self.instr.valid & self.instr.ready), self.idle.eq(~busy & ~banks.dump_pending)]
         with m.If(accept):
             m.d.sync += [is_store.eq(ins.store), refusing.eq(check.error != Error.NONE),
-                         lane_off.eq(check.lane_off), wide.eq(ins.shape_id == SHAPES.index("32x32b")),
-                         written_all.eq(0), issued_all.eq(0)]
+                         lane_off.eq(check.lane_off), wide.eq(ins.shape_id == SHAPES.index("32x32b"))]
         m.d.comb += [steps.start.eq(accept), steps.cls.eq(check.cls), steps.periods.eq(check.periods),
                      steps.col.eq(ins.taddr[:16]), steps.split.eq(ins.split), steps.advance.eq(issuing | writing)]
         m.d.comb += [issuing.eq(busy & ~is_store & ~refusing & ~issued_all & load.can_issue),
@@ -139,6 +138,8 @@ class TmemQuadrant(wiring.Component):
             m.d.sync += issued_all.eq(1)
         with m.If(writing & steps.final):
             m.d.sync += written_all.eq(1)
+        with m.If(accept):      # after the above: a load's last step may issue as the next one comes in
+            m.d.sync += [written_all.eq(0), issued_all.eq(0)]
         # each bank port's address in the step; two banks: element e of group g is in bank (its
         # first column's parity) ^ e
         parity = Signal(ports)
