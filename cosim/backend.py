@@ -4,7 +4,7 @@ what the unit produced as the model's outcomes."""
 from __future__ import annotations
 
 from tensorlsu.hdl.codes import Error, Space
-from tensorlsu.hdl.gmem.fetch import AXI_PAGE
+from tensorlsu.hdl.gmem.axi import AXI_PAGE
 from tensorlsu.hdl.params import MAX_SMEM_BYTES, ROW_BYTES, Params, TmemParams
 from tensorlsu.hdl.pipeline.forms import form_id
 from tensorlsu.sim import model

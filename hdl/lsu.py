@@ -29,7 +29,8 @@ from amaranth import Cat, Module, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .gmem.fetch import AxiSignature, GlobalFetch
+from .gmem.axi import AxiSignature
+from .gmem.fetch import GlobalFetch
 from .params import Params
 from .pipeline.accept import AcceptStage
 from .pipeline.passq import PassQueue

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from stagesim import simulate
 from tensorlsu.hdl.codes import Error
-from tensorlsu.hdl.gmem.fetch import AXI_PAGE, AxiResp, GlobalFetch
+from tensorlsu.hdl.gmem.axi import AXI_PAGE, AxiResp
+from tensorlsu.hdl.gmem.fetch import GlobalFetch
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import ptx

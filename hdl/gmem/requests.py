@@ -1,0 +1,126 @@
+"""The global fetch stage's read requests: which lines each burst reads, the ids in flight."""
+
+from __future__ import annotations
+
+from amaranth import C, Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.lowest import lowest
+from ..lib.mux import mux_tree
+from ..params import Params
+from .axi import AXI_PAGE, line_bits
+
+__all__ = ["FetchRequests"]
+
+
+class FetchRequests(wiring.Component):
+    """Read requests of the global fetch stage, prefix ``g_``: the served pass's first, then the
+    next one's (fetched ahead).
+
+    Two steps, so that no loop closes within a cycle: the lowest slot not yet requested names
+    the burst's first line (a register, ``sel``); from it the burst (that line and the
+    following ones while each holds a slot not yet requested, at most ``axi_burst``, never
+    across 4 KiB) and the slots it covers are decided, and the request leaves. The next line is
+    chosen the cycle after. Ids are used in turn (the next one a register, so the request's
+    payload holds while it waits); each id remembers its context and the line its next beat
+    brings.
+
+    Latency: a request leaves two cycles after its slots become pending at the earliest, then
+    every other cycle at most.
+
+    Members
+    -------
+    valid, cur, pre : In(1)
+        A pass is served, in context ``cur``; the other context holds the next pass.
+    pending : In(lanes).array(2)
+        Each context's slots not yet requested; ``line``: each slot's line.
+    arready, arvalid, arid, araddr, arlen, arsize, arburst
+        The AXI4 read-address channel.
+    r_fire, rid, rlast : In
+        A read beat moves this cycle, its id, and whether it ends its burst.
+    ar : Out(1)
+        A request moves this cycle, for context ``sel_ctx``, covering the slots ``covered``.
+    beat_line, beat_ctx : Out
+        The line and the context of this cycle's read beat.
+    inflight : Out(1)
+        The served pass has bursts in flight.
+    """
+
+    def __init__(self, params: Params):
+        self.params = p = params
+        lb, lw = line_bits(p)
+        R, ids = p.lanes, p.axi_id_bits
+        super().__init__({
+            "valid": In(1), "cur": In(1), "pre": In(1),
+            "pending": In(R).array(2), "line": In(lw).array(2, R),
+            "arready": In(1), "arvalid": Out(1), "arid": Out(ids), "araddr": Out(32), "arlen": Out(8),
+            "arsize": Out(3), "arburst": Out(2),
+            "r_fire": In(1), "rid": In(ids), "rlast": In(1),
+            "ar": Out(1), "sel_ctx": Out(1), "covered": Out(R),
+            "beat_line": Out(lw), "beat_ctx": Out(1), "inflight": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        p, R = self.params, self.params.lanes
+        lb, lw = line_bits(p)
+        page_lines = AXI_PAGE // (p.axi_data_bits // 8)
+        pending, line, cur = self.pending, self.line, self.cur
+        # the candidate: the served pass's lowest slot not yet requested, else the next one's
+        rc = Signal(name="g_cand_ctx")
+        m.d.comb += rc.eq(Mux(self.valid & pending[0].bool() & ~cur, 0,
+                              Mux(self.valid & pending[1].bool() & cur, 1, ~cur)))
+        cand_pending = Signal(R, name="g_cand_pending")
+        m.d.comb += cand_pending.eq(Mux(rc, pending[1], pending[0]))
+        any_pending, first = lowest([cand_pending[s] for s in range(R)])
+        cand_line = Signal(lw, name="g_cand_line")
+        m.d.comb += cand_line.eq(mux_tree(first, [Mux(rc, line[1][s], line[0][s]) for s in range(R)]))
+        sel_valid, sel_ctx, req_line = Signal(name="g_sel_valid"), self.sel_ctx, Signal(lw, name="g_sel_line")
+        req_pending = Signal(R, name="g_req_pending")
+        m.d.comb += req_pending.eq(Mux(sel_ctx, pending[1], pending[0]))
+        req_lines = [Mux(sel_ctx, line[1][s], line[0][s]) for s in range(R)]
+        # line j of the burst holds a slot not yet requested, and is on the first one's page
+        holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
+        pb = (page_lines - 1).bit_length()
+        for j in range(p.axi_burst):
+            same_page = C(1, 1) if j == 0 else ((req_line + j)[pb:] == req_line[pb:])
+            m.d.comb += holds[j].eq(same_page & Cat(*[req_pending[s] & (req_lines[s] == (req_line + j)[:lw])
+                                                      for s in range(R)]).any())
+        beats = Signal(range(p.axi_burst + 1), name="g_req_beats")   # leading run of `holds`
+        run = C(1, 1)
+        for j in range(p.axi_burst):
+            run = run & holds[j]
+            with m.If(run):
+                m.d.comb += beats.eq(j + 1)
+        m.d.comb += self.covered.eq(Cat(*[req_pending[s] & ((req_lines[s] - req_line)[:lw] < beats)
+                                          for s in range(R)]))
+        self._ids(m, sel_valid, req_line, beats, lb)
+        with m.If(self.ar):
+            m.d.sync += sel_valid.eq(0)
+        with m.Elif(~sel_valid & (self.valid | self.pre) & any_pending):
+            m.d.sync += [sel_valid.eq(1), sel_ctx.eq(rc), req_line.eq(cand_line)]
+        return m
+
+    def _ids(self, m, sel_valid, req_line, beats, lb):
+        """The ids in turn, what each one's next beat brings, and the request on the channel."""
+        n = self.params.axi_outstanding
+        busy_ids = Signal(n, name="g_busy_ids")
+        id_ctx = Signal(n, name="g_id_ctx")          # the context of each id
+        next_line = [Signal(len(self.beat_line), name=f"g_id{k}_line") for k in range(n)]
+        free_id = Signal(range(n), name="g_next_id")
+        m.d.comb += [self.arvalid.eq(sel_valid & ~busy_ids.bit_select(free_id, 1)), self.arid.eq(free_id),
+                     self.araddr.eq(req_line << lb), self.arlen.eq(beats - 1), self.arsize.eq(lb),
+                     self.arburst.eq(1),                                      # INCR
+                     self.ar.eq(self.arvalid & self.arready),
+                     self.beat_line.eq(mux_tree(self.rid, next_line)), self.beat_ctx.eq(id_ctx.bit_select(self.rid, 1)),
+                     self.inflight.eq((busy_ids & Mux(self.cur, id_ctx, ~id_ctx)).any())]
+        with m.If(self.ar):
+            m.d.sync += free_id.eq(Mux(free_id == n - 1, 0, free_id + 1))
+        for k in range(n):
+            with m.If(self.r_fire & (self.rid == k)):
+                m.d.sync += next_line[k].eq(next_line[k] + 1)
+            with m.If(self.ar & (free_id == k)):
+                m.d.sync += [next_line[k].eq(req_line), id_ctx[k].eq(self.sel_ctx)]
+        release = Signal(n)
+        m.d.comb += release.eq(Mux(self.r_fire & self.rlast, 1 << self.rid, 0))
+        m.d.sync += busy_ids.eq((busy_ids & ~release) | Mux(self.ar, 1 << free_id, 0))
