@@ -143,6 +143,14 @@ def _tcgen05(rng: random.Random) -> list[str]:
                 split = not split
             mid = f", {rng.choice([0, 2, 16, 64, -16])}" if split else ""
             out.append(f"tcgen05.st.{'.'.join(quals)} [%r300]{mid}, {_vec(min(nregs, 256))};")
+    # the mandatory .sync and .aligned, each left out, on every shape of both (no draw: the
+    # random texts above stay the same)
+    for shape, op, drop in itertools.product(_TC_SHAPES, ("ld", "st"), ("sync", "aligned")):
+        quals = ".".join(q for q in ("sync", "aligned", shape, "x1", "b32") if q != drop)
+        mid = ", 2" if shape == "16x32bx2" else ""
+        regs = _vec(per[shape])
+        out.append(f"tcgen05.ld.{quals} {regs}, [%r300]{mid};" if op == "ld" else
+                   f"tcgen05.st.{quals} [%r300]{mid}, {regs};")
     return out
 
 
@@ -273,6 +281,8 @@ def ptxas_extra(text: str) -> str | None:
     """Why ptxas may accept ``text`` although the PTX texts forbid it, or None."""
     head = text.split()[0]
     q = head.split(".")
+    if head.startswith(("tcgen05.ld", "tcgen05.st")) and "sync" in q and "aligned" not in q:
+        return "tcgen05.ld / tcgen05.st without .aligned (the texts make it mandatory)"
     if head.startswith(("ldmatrix", "stmatrix")) and any(x in q for x in ("x8", "x16")):
         return ".num beyond .x4 (the texts list .x1, .x2, .x4)"
     if head.startswith("wmma.load."):
