@@ -11,13 +11,15 @@ from . import TOP
 from .lsu import LoadStoreUnit
 from .params import POLICIES, Params
 from .verilog.emit import verilog_text
-from .verilog.header import header_text
+from .verilog.header import header_text, wmma_layouts_text
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tensorlsu.hdl", description=__doc__)
-    ap.add_argument("--emit-verilog", metavar="OUT.v", required=True,
+    ap.add_argument("--emit-verilog", metavar="OUT.v",
                     help=f"write the unit as one Verilog file (top module {TOP}) and its header OUT.vh")
+    ap.add_argument("--wmma-layouts", metavar="OUT.md",
+                    help="write the fragment layout of every wmma.load form (docs/wmma-layouts.md)")
     defaults = Params()
     ap.add_argument("--policy", choices=POLICIES, default=defaults.schedule.value)
     ap.add_argument("--smem-bytes", type=int, default=defaults.smem_bytes)
@@ -38,6 +40,12 @@ def main(argv=None) -> int:
     ap.add_argument("--shared-window-base", type=lambda x: int(x, 0), default=defaults.shared_window_base)
     ap.add_argument("--shared-window-bytes", type=lambda x: int(x, 0), default=defaults.shared_window_bytes)
     args = ap.parse_args(argv)
+    if not (args.emit_verilog or args.wmma_layouts):
+        ap.error("give --emit-verilog OUT.v or --wmma-layouts OUT.md")
+    if args.wmma_layouts:
+        Path(args.wmma_layouts).write_text(wmma_layouts_text())
+    if not args.emit_verilog:
+        return 0
     try:
         p = Params(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
                    schedule=args.policy, tmem_columns=args.tmem_columns,

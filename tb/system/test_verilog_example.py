@@ -15,18 +15,22 @@ from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
-from tensorlsu.hdl.verilog.header import form_macro
+from tensorlsu.hdl.verilog.header import form_macro, wmma_layouts_text
 from tensorlsu.sim import ptx
+
+
+def _emit(folder: Path, axi_data_bits: int = 512) -> Path:
+    out = folder / "tensorlsu_lsu.v"
+    # 64 Tensor Memory columns: the build the cocotb tests use (its Verilog is cached)
+    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--tmem-columns",
+                        "64", "--axi-data-bits", str(axi_data_bits)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
 
 
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("verilog") / "tensorlsu_lsu.v"
-    # 64 Tensor Memory columns: the build the cocotb tests use (its Verilog is cached)
-    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--tmem-columns",
-                        "64"], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return out
+    return _emit(tmp_path_factory.mktemp("verilog"))
 
 
 def _macros(path: Path) -> dict:
@@ -61,10 +65,23 @@ def test_header_numbers(emitted):
     assert (d["TENSORLSU_TMEM_COLUMNS"], d["TENSORLSU_TMEM_QUADRANTS"], d["TENSORLSU_TMEM_SHAPE_16X32BX2"]) == (64, 4, 1)
 
 
-def test_plain_verilog_example_passes(emitted):
+@pytest.mark.parametrize("axi_data_bits", [128, 256, 512])
+def test_plain_verilog_example_passes(tmp_path, axi_data_bits):
+    """The example bench, unchanged, at every AXI data width the unit offers."""
+    emitted = _emit(tmp_path, axi_data_bits)
+    assert f"`define TENSORLSU_AXI_DATA_BITS {axi_data_bits}" in emitted.with_suffix(".vh").read_text()
     exe = emitted.parent / "example_tb"
     r = subprocess.run(["iverilog", "-g2012", "-I", str(emitted.parent), "-o", str(exe), str(emitted),
                         str(ROOT / "tb/verilog/example_tb.v")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     r = subprocess.run(["vvp", "-n", str(exe)], capture_output=True, text=True, timeout=300)
     assert r.stdout.strip().splitlines()[-1] == "PASS", r.stdout[-3000:]
+
+
+def test_wmma_layouts_doc_is_current():
+    """docs/wmma-layouts.md is what the layout tables give now, and names every wmma.load form
+    once, by its header macro (regenerate: python -m tensorlsu.hdl --wmma-layouts ...)."""
+    text = (ROOT / "docs" / "wmma-layouts.md").read_text()
+    assert text == wmma_layouts_text(), "stale: python -m tensorlsu.hdl --wmma-layouts docs/wmma-layouts.md"
+    named = [f for f in range(len(forms.FORMS)) if f"`{form_macro(f)}` ({f})" in text]
+    assert named == list(range(len(forms.ROW_FORMS), len(forms.FORMS)))

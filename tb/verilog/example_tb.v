@@ -1,8 +1,12 @@
 // Example: the emitted unit driven from plain Verilog, no Python at run time.
 //
-//   python -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v      (also writes the .vh)
+//   make verilog [AXI_DATA_BITS=128|256|512]                  (build/tensorlsu_lsu.v and its .vh)
 //   iverilog -g2012 -I build -o build/example_tb build/tensorlsu_lsu.v tb/verilog/example_tb.v
 //   vvp build/example_tb                                               (prints PASS or FAIL)
+//
+// Dialect: Verilog-2005 and, from SystemVerilog (IEEE 1800-2012), only size casts (16'(x)):
+// Icarus needs -g2012. The emitted unit itself is plain Verilog-2005. Every width comes from
+// the header, so the bench runs at each AXI data width the unit offers (128, 256, 512 bits).
 //
 // It fills shared memory through the fill port (each 16-bit element holds its own halfword
 // address, a / 2), runs an ldmatrix .m8n8.x4.trans.b16 and an stmatrix .m8n8.x2.b16, reads the
@@ -19,6 +23,12 @@
 // loads the same cells back with tcgen05.ld .32x32b.x2; a load with a lane of quadrant 0 is
 // refused. The PTX text's .32x32b layout: thread t reaches lane (taddr's lane + t), register
 // r column (taddr's column + r). The other quadrants' ports are tied off.
+//
+// Global memory: a wmma.load .c .row .m16n16k16 .f32 from global address 0x10000 (stride 16
+// elements) through the AXI port, against a read-only AXI4 subordinate written below in which the
+// 32-bit word at byte address a holds a / 4. The fragment layout (docs/wmma-layouts.md, measured
+// on the H200): slot s of thread t is element (t/4 + 8 ((s/2) mod 2), 2 (t mod 4) + (s mod 2)
+// + 8 (s/4)), and a .f32 fragment's slot s is register s.
 `timescale 1ns/1ps
 `include "tensorlsu_lsu.vh"
 
@@ -56,9 +66,40 @@ module example_tb;
     wire                                    tm_result_valid;
     reg                                     tm_result_ready = 0;
 
+    // the global memory: one INCR burst at a time; the word at byte address a holds a / 4
+    wire                              axi_arvalid, axi_rready;
+    wire [`TENSORLSU_AXI_ID_BITS-1:0] axi_arid;
+    wire [31:0]                       axi_araddr;
+    wire [7:0]                        axi_arlen;
+    reg                               axi_arready = 1, axi_rvalid = 0;
+    reg  [`TENSORLSU_AXI_ID_BITS-1:0] axi_rid = 0;
+    reg  [`TENSORLSU_AXI_DATA_BITS-1:0] axi_rdata;
+    reg  [31:0]                       rd_addr = 0;
+    reg  [8:0]                        rd_left = 0;
+    integer w;
+    always @* for (w = 0; w < `TENSORLSU_AXI_DATA_BITS / 32; w = w + 1) axi_rdata[32 * w +: 32] = rd_addr / 4 + w;
+    always @(posedge clk)
+        if (rst) begin
+            axi_arready <= 1;
+            axi_rvalid <= 0;
+        end else if (axi_arvalid && axi_arready) begin
+            axi_arready <= 0;
+            axi_rvalid <= 1;
+            axi_rid <= axi_arid;
+            rd_addr <= axi_araddr;
+            rd_left <= axi_arlen + 1;
+        end else if (axi_rvalid && axi_rready) begin
+            rd_addr <= rd_addr + `TENSORLSU_AXI_DATA_BITS / 8;
+            rd_left <= rd_left - 1;
+            if (rd_left == 1) begin
+                axi_rvalid <= 0;
+                axi_arready <= 1;
+            end
+        end
+
     tensorlsu_lsu dut (
         .clk(clk), .rst(rst),
-        .smem_size(`TENSORLSU_SMEM_BYTES),
+        .smem_size(`TENSORLSU_SMEM_SIZE_WIDTH'(`TENSORLSU_SMEM_BYTES)),   // all of shared memory
         .instr__payload(instr_payload), .instr__valid(instr_valid), .instr__ready(instr_ready),
         .store__payload(store_payload), .store__valid(store_valid), .store__ready(store_ready),
         .result__payload(result_payload), .result__valid(result_valid), .result__ready(result_ready),
@@ -86,9 +127,11 @@ module example_tb;
         .tmem_store__3__valid(1'b0), .tmem_result__3__ready(1'b0), .tmem_fill__3__payload({`TENSORLSU_TMEM_FILL_WIDTH{1'b0}}),
         .tmem_fill__3__valid(1'b0), .tmem_dump_req__3__payload({`TENSORLSU_TMEM_DUMP_REQ_WIDTH{1'b0}}), .tmem_dump_req__3__valid(1'b0),
         .tmem_dump__3__ready(1'b0),
-        // the global AXI port: no subordinate here (this bench reads shared memory only)
-        .axi__arready(1'b0), .axi__rvalid(1'b0), .axi__rid(2'b0), .axi__rdata(512'b0), .axi__rresp(2'b0),
-        .axi__rlast(1'b0), .axi__awready(1'b0), .axi__wready(1'b0), .axi__bvalid(1'b0), .axi__bid(2'b0),
+        // the global AXI port: reads only; the write channels stay idle
+        .axi__arvalid(axi_arvalid), .axi__arready(axi_arready), .axi__arid(axi_arid), .axi__araddr(axi_araddr),
+        .axi__arlen(axi_arlen), .axi__rvalid(axi_rvalid), .axi__rready(axi_rready), .axi__rid(axi_rid),
+        .axi__rdata(axi_rdata), .axi__rresp(2'b0), .axi__rlast(rd_left == 1),
+        .axi__awready(1'b0), .axi__wready(1'b0), .axi__bvalid(1'b0), .axi__bid({`TENSORLSU_AXI_ID_BITS{1'b0}}),
         .axi__bresp(2'b0));
 
     integer errors = 0;
@@ -98,12 +141,20 @@ module example_tb;
 
     // Each handshake: drive after a falling edge, done at the first rising edge with ready.
     task put_instr(input [6:0] form, input [31:0] base, input [31:0] step);
+        put_wmma(form, base, step, 0, `TENSORLSU_SPACE_SHARED);
+    endtask
+
+    // thread t's address base + step t; a wmma.load's stride (elements) and state space
+    task put_wmma(input [6:0] form, input [31:0] base, input [31:0] step, input [31:0] stride,
+                  input [1:0] space);
         begin
             @(negedge clk);
             instr_payload = 0;
             instr_payload[`TENSORLSU_INSTR_FORM_OFFSET +: `TENSORLSU_INSTR_FORM_WIDTH] = form;
             for (t = 0; t < 32; t = t + 1)
                 instr_payload[`TENSORLSU_INSTR_ADDR_OFFSET + t * 32 +: 32] = base + step * t;
+            instr_payload[`TENSORLSU_INSTR_STRIDE_OFFSET +: `TENSORLSU_INSTR_STRIDE_WIDTH] = stride;
+            instr_payload[`TENSORLSU_INSTR_SPACE_OFFSET +: `TENSORLSU_INSTR_SPACE_WIDTH] = space;
             instr_valid = 1;
             @(posedge clk);
             while (!instr_ready) @(posedge clk);
@@ -279,6 +330,23 @@ module example_tb;
         check("tcgen05.ld refusal", `TENSORLSU_ERROR_QUADRANT,
               tbeat[`TENSORLSU_TMEM_RESULT_ERROR_OFFSET +: `TENSORLSU_TMEM_RESULT_ERROR_WIDTH]);
         check("tcgen05.ld refusal last", 1, tbeat[`TENSORLSU_TMEM_RESULT_LAST_OFFSET]);
+
+        // wmma.load .c .f32 from global memory: 8 beats, one register each (the beat's regs mask)
+        put_wmma(`TENSORLSU_FORM_WMMA_LOAD_C_ROW_M16N16K16_F32, 32'h10000, 0, 16, `TENSORLSU_SPACE_GLOBAL);
+        for (j = 0; j < 8; j = j + 1) begin
+            take_beat;
+            check("global wmma.load error", `TENSORLSU_ERROR_NONE,
+                  beat[`TENSORLSU_RESULT_ERROR_OFFSET +: `TENSORLSU_RESULT_ERROR_WIDTH]);
+            check("global wmma.load last", j == 7, beat[`TENSORLSU_RESULT_LAST_OFFSET]);
+            r = -1;
+            for (line = 0; line < 8; line = line + 1)
+                if (beat[`TENSORLSU_RESULT_REGS_OFFSET + line]) r = line;
+            check("global wmma.load regs", 32'd1 << r, beat[`TENSORLSU_RESULT_REGS_OFFSET +: 8]);
+            for (t = 0; t < 32; t = t + 1) begin
+                want = 32'h10000 / 4 + 16 * (t / 4 + 8 * ((r / 2) % 2)) + 2 * (t % 4) + r % 2 + 8 * (r / 4);
+                check("global wmma.load register", want, beat[`TENSORLSU_RESULT_DATA_OFFSET + 32 * t +: 32]);
+            end
+        end
 
         if (errors == 0) $display("PASS");
         else $display("FAIL: %0d mismatches", errors);
