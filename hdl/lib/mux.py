@@ -1,9 +1,9 @@
 """Binary multiplexer trees.
 
 Synthesis maps a tree of two-way multiplexers onto LUT4 + PFUMX / L6MUX cells; a one-hot
-AND-OR (what ``Switch`` and ``Mux(sel, x, 0) | …`` become) maps far worse: the load shuffle
-took 46.6k LUT4 as AND-OR and 21.6k as trees (ECP5, synth/run.py). The wide data paths (row
-landing, window, byte patterns, store writes) are built with :func:`mux_tree`.
+AND-OR (what ``Switch`` and ``Mux(sel, x, 0) | …`` become) maps far worse: about twice the LUTs
+for the load shuffle (docs/log.md has the measurement). The wide data paths (row landing,
+window, byte patterns, store writes) are built with :func:`mux_tree`.
 """
 
 from __future__ import annotations
