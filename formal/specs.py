@@ -14,6 +14,9 @@ from tensorlsu.hdl.codes import FORMAT_CODES, Error
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import GROUP_ROWS, Params
 from tensorlsu.hdl.pipeline import forms
+from tensorlsu.hdl.pipeline.passq import PassQueue
+from tensorlsu.hdl.pipeline.records import ENTRIES
+from tensorlsu.hdl.pipeline.ring import RowRing
 from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
 from tensorlsu.hdl.smem.crossbar import BankCrossbar
 from tensorlsu.hdl.smem.decompress import Decompressor
@@ -342,7 +345,6 @@ class PassQueueOrder(Elaboratable):
     (``AnyConst``) carries an arbitrary payload, which must come out as it went in."""
 
     def __init__(self, queue_cls=None):
-        from tensorlsu.hdl.pipeline.passq import PassQueue
         self.dut = (queue_cls or PassQueue)(Params(smem_bytes=256))
 
     def elaborate(self, platform):
@@ -406,11 +408,9 @@ class RingRule(Elaboratable):
     constrained only by what those stages guarantee (assumed below)."""
 
     def __init__(self, schedule="h200", ring_cls=None):
-        from tensorlsu.hdl.pipeline.ring import RowRing
         self.dut = (ring_cls or RowRing)(Params(smem_bytes=256, schedule=schedule))
 
     def elaborate(self, platform):
-        from tensorlsu.hdl.pipeline.records import ENTRIES
         m = Module()
         d = m.submodules.dut = self.dut
         tk = d.take
@@ -492,7 +492,6 @@ class BrokenWriteSelect(BankCrossbar):
 def _broken_ring():
     """A deliberately broken ring: the go-ahead forgets the head's remaining reads (the ring
     rule must fail on it)."""
-    from tensorlsu.hdl.pipeline.ring import RowRing
 
     class BrokenRing(RowRing):
         @staticmethod
@@ -504,7 +503,6 @@ def _broken_ring():
 def _broken_queue():
     """A deliberately broken pass queue: it drops the overlap verdict (the order proof must
     fail on it)."""
-    from tensorlsu.hdl.pipeline.passq import PassQueue
 
     class BrokenQueue(PassQueue):
         def elaborate(self, platform):

@@ -23,25 +23,25 @@ from pathlib import Path
 from amaranth import Elaboratable, Module, Signal, Value
 from amaranth.back import rtlil
 from amaranth.lib.wiring import In
+from tensorlsu.hdl.gmem.fetch import GlobalFetch
+from tensorlsu.hdl.lsu import LoadStoreUnit
+from tensorlsu.hdl.params import Params, TmemParams
+from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
+from tensorlsu.hdl.smem.crossbar import BankCrossbar
+from tensorlsu.hdl.smem.decompress import Decompressor
+from tensorlsu.hdl.smem.scheduler import BankScheduler
+from tensorlsu.hdl.tmem.check import TmemCheck
+from tensorlsu.hdl.tmem.gather import TmemGather
+from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
+from tensorlsu.hdl.tmem.reduce import TmemReduce
+from tensorlsu.hdl.tmem.scatter import TmemScatter
+from tensorlsu.hdl.tmem.steps import TmemSteps
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
 def blocks(policy: str):
-    from tensorlsu.hdl.gmem.fetch import GlobalFetch
-    from tensorlsu.hdl.lsu import LoadStoreUnit
-    from tensorlsu.hdl.params import Params, TmemParams
-    from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
-    from tensorlsu.hdl.smem.crossbar import BankCrossbar
-    from tensorlsu.hdl.smem.decompress import Decompressor
-    from tensorlsu.hdl.smem.scheduler import BankScheduler
-    from tensorlsu.hdl.tmem.check import TmemCheck
-    from tensorlsu.hdl.tmem.gather import TmemGather
-    from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
-    from tensorlsu.hdl.tmem.reduce import TmemReduce
-    from tensorlsu.hdl.tmem.scatter import TmemScatter
-    from tensorlsu.hdl.tmem.steps import TmemSteps
     p = Params(schedule=policy, tmem_columns=0)
     return {
         # the scheduler is as wide as the policy's window: 8 rows (h200, with the row

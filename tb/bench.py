@@ -21,9 +21,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from tensorlsu.cosim.jobs import tmem_instr_job  # noqa: E402
+from tensorlsu.cosim.layout import GMEM_AT  # noqa: E402
 from tensorlsu.cosim.runner import run_jobs  # noqa: E402
+from tensorlsu.hdl.codes import Space  # noqa: E402
+from tensorlsu.hdl.params import Params  # noqa: E402
 from tensorlsu.hdl.pipeline import forms  # noqa: E402
-from tensorlsu.sim import model, ptx  # noqa: E402
+from tensorlsu.hdl.tmem.plan import NUMS, SHAPES  # noqa: E402
+from tensorlsu.sim import (  # noqa: E402
+    layouts,  # noqa: E402
+    model,
+    ptx,
+)
+from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BURST = 24
@@ -153,10 +163,6 @@ def bench_global(sim: str) -> list[dict]:
     """Every fragment size from global memory (cocotbext-axi's AxiRam behind the AXI port, no
     pauses), 16 back to back at each stride: cycles per instruction, fragment bytes per clock,
     and the port's line beats per clock against its limit (one beat a clock)."""
-    from tensorlsu.cosim.layout import GMEM_AT
-    from tensorlsu.hdl.codes import Space
-    from tensorlsu.hdl.params import Params
-    from tensorlsu.sim import layouts
     p = Params()
     lb = p.axi_data_bits // 8
     jobs, meta = [], []
@@ -207,9 +213,6 @@ TMEM_LIMIT = {"tcgen05.ld": 256, "tcgen05.st": 128}
 def bench_tmem(sim: str):
     """Every tcgen05.ld / tcgen05.st shape, .num and packing alone on quadrant 0 (cycles from
     acceptance to the last beat, no back-pressure); then four quadrants at once."""
-    from tensorlsu.cosim.jobs import tmem_instr_job
-    from tensorlsu.hdl.tmem.plan import NUMS, SHAPES
-    from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
     jobs, meta = [], []
     for op in ("tcgen05.ld", "tcgen05.st"):
         for shape in SHAPES:

@@ -26,6 +26,7 @@ from regress import flatten, make_jobs  # noqa: E402
 from tensorlsu.cosim.backend import RtlBackend  # noqa: E402
 from tensorlsu.cosim.runner import run_jobs  # noqa: E402
 from tensorlsu.sim import trace  # noqa: E402
+from test_tmem_rtl import COLS, _random_jobs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ("tb/data/h200_sm90.jsonl", "tb/data/h200_capture.jsonl")
@@ -94,7 +95,6 @@ def main(argv=None) -> int:
         res, _ = run_jobs(jobs, sim=args.sim, tmem_columns=cols)
         out[f"sm100 tmem{cols}"] = [digest(r) for r in res]
         print(f"sm100 tmem{cols}: {len(res)} jobs", flush=True)
-    from test_tmem_rtl import COLS, _random_jobs
     for seed in args.seeds:
         jobs, _ = _random_jobs(seed, 12)
         res, _ = run_jobs(jobs, sim=args.sim, tmem_columns=COLS, seed=seed, idle=0.25, backpressure=0.25)

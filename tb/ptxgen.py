@@ -14,6 +14,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tensorlsu.sim import ptx
+
 __all__ = ["TARGETS", "generate", "ptxas_path", "ptxas_verdicts", "ptxas_extra"]
 
 TARGETS = ("sm_90a", "sm_100a", "sm_103a", "sm_110a", "sm_120a")
@@ -67,7 +69,6 @@ _WMMA_TYPES = ["f16", "bf16", "tf32", "f64", "s8", "u8", "s4", "u4", "b1", "f32"
 
 
 def _wmma(rng: random.Random) -> list[str]:
-    from tensorlsu.sim import ptx
     out = []
     for frag, layout, shape, ty, sp in itertools.product(
             "abc", ("row", "col"), _WMMA_SHAPES, _WMMA_TYPES,
@@ -156,7 +157,6 @@ def _tcgen05(rng: random.Random) -> list[str]:
 
 def _listed(rng: random.Random) -> list[str]:
     """Every form the texts list, each state space, some in another qualifier order."""
-    from tensorlsu.sim import ptx
     out = []
     ld = [("m8n8", n, t, ["b16"]) for n in ("x1", "x2", "x4") for t in (0, 1)]
     ld += [("m16n16", n, 1, ty) for n in ("x1", "x2")
@@ -286,7 +286,6 @@ def ptxas_extra(text: str) -> str | None:
     if head.startswith(("ldmatrix", "stmatrix")) and any(x in q for x in ("x8", "x16")):
         return ".num beyond .x4 (the texts list .x1, .x2, .x4)"
     if head.startswith("wmma.load."):
-        from tensorlsu.sim import ptx
         shape = next((x for x in q if x in ptx.WMMA_SHAPES), None)
         type_ = next((x for x in q if x in ptx.WMMA_BITS), None)
         if shape and type_ and q[2] in "abc" and type_ not in ptx.wmma_types(q[2], shape):

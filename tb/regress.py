@@ -25,6 +25,7 @@ from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import layouts, model
+from tensorlsu.sim.trace import format_table
 
 ROW = 16
 #: Each ldmatrix / stmatrix form comes this many times per deck, each wmma.load form once:
@@ -266,7 +267,6 @@ def main(argv=None) -> int:
                               seed=args.seed, idle=args.idle, backpressure=args.backpressure,
                               waves=args.waves, progress=True)
     table, fails = compare(results, expect, final, args.policy)
-    from tensorlsu.sim.trace import format_table
     print(format_table(table, "RTL regression form"))
     for f in fails[:20]:
         print("FAIL", f)

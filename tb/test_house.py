@@ -124,3 +124,16 @@ def test_the_rules_see_the_wings():
         assert wing in MODULES
     assert ("hdl.codes", False) in GRAPH["hdl.pipeline.records"]
     assert _floor("hdl.smem.serve")[1] > _floor("hdl.pipeline.records")[1] > _floor("hdl.codes")[1]
+
+
+@pytest.mark.parametrize("top", ["tb", "synth", "formal"])
+def test_the_flows_import_the_project_at_the_top(top):
+    """Tests, synthesis and formal scripts import the project's modules at module level too."""
+    inside = []
+    for f in sorted((ROOT / top).rglob("*.py")):
+        for fn in ast.walk(ast.parse(f.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for n in ast.walk(fn):
+                    if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("tensorlsu"):
+                        inside.append(f"{f.relative_to(ROOT)}:{n.lineno} {n.module}")
+    assert not inside, "\n".join(inside)

@@ -9,6 +9,7 @@ import pytest
 from amaranth.sim import Simulator
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.hdl.pipeline.shuffle import LoadShuffle
+from tensorlsu.sim import ptx
 
 # one form of each kind of beat span: 8-row (x4), 16-row (.m16n16), 32-slot (.c .f64 row),
 # two passes (.c .f32 16×16)
@@ -20,7 +21,6 @@ TEXTS = ["ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
 
 @pytest.mark.parametrize("blocks", [4, 8])
 def test_load_shuffle_matches_tables_at_every_aligned_start(blocks):
-    from tensorlsu.sim import ptx
     dut = LoadShuffle(blocks=blocks)
     rng = random.Random(blocks)
     ring = [rng.getrandbits(128) for _ in range(forms.BLOCK * blocks)]

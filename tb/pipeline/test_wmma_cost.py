@@ -9,6 +9,7 @@ import re
 import pytest
 from conftest import DATA
 from regress import wmma_cycles
+from tensorlsu.cosim.runner import run_jobs
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.hdl.pipeline.wmma_cost import BASE_GRAIN, PERIOD, STRIDE_GRAIN, h200_cycles
 from tensorlsu.sim import layouts, model, ptx
@@ -111,7 +112,6 @@ def test_unit_windows_never_outlast_the_h200(fid):
 def test_every_measured_case_through_the_rtl():
     """Every measured form, stride and offset (3,872) through the RTL (Verilator, h200): the
     instruction takes exactly the model's cycles, which are the H200's (test_cycles_are_the_h200s)."""
-    from tensorlsu.cosim.runner import run_jobs
     jobs = [{"form": forms.form_id(ptx.parse(r["instr"], "sm_90a")), "addr": r["offset"], "stride": r["stride"]}
             for r in COST]
     results, _ = run_jobs([{"burst": jobs[k:k + 16]} for k in range(0, len(jobs), 16)], sim="verilator")

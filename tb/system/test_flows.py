@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
+from tensorlsu.hdl.lib.mux import mux_tree
 
 
 def test_formal_smoke():
@@ -65,7 +66,6 @@ def _mux_equivalence(tmp_path, mux_map: str) -> subprocess.CompletedProcess:
     equal to the source for all inputs."""
     from amaranth import Cat, Elaboratable, Module, Signal
     from amaranth.back import rtlil
-    from tensorlsu.hdl.lib.mux import mux_tree
     sys.path.insert(0, str(ROOT / "synth"))
     import run
 

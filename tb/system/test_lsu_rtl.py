@@ -10,7 +10,10 @@ import pytest
 import regress
 from conftest import DATA
 from tensorlsu.cosim import cli
-from tensorlsu.hdl.codes import Error
+from tensorlsu.cosim.backend import RtlBackend
+from tensorlsu.cosim.layout import GMEM_AT, GMEM_BYTES
+from tensorlsu.cosim.runner import run_jobs
+from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import model, ptx, trace
@@ -23,7 +26,6 @@ SIMS = ["icarus", "verilator"]
 def test_random_regression(sim, policy, tmp_path):
     n = 160 if sim == "icarus" else 400
     jobs, expect, final = regress.make_jobs(n, seed=11 + len(policy), policy=policy, smem_bytes=16 * 1024)
-    from tensorlsu.cosim.runner import run_jobs
     results, _ = run_jobs(jobs, sim=sim, policy=policy, seed=7, idle=0.25, backpressure=0.25)
     table, fails = regress.compare(results, expect, final)
     assert not fails, "\n".join(fails[:20])
@@ -47,8 +49,6 @@ def test_global_and_generic_wmma_records_through_the_axi_port():
     memory's address and data channels pause at random (30 %), the instruction stream idles
     20 % of cycles (`make sim` replays them on Icarus without pauses)."""
     sim = "verilator"
-    from tensorlsu.cosim.backend import RtlBackend
-    from tensorlsu.cosim.runner import run_jobs
     recs = [r for f in ("h200_sm90.jsonl", "h200_capture.jsonl") for r in trace.load(DATA / f)
             if r.ins.op == "wmma.load" and r.ins.space != "shared"]
     assert len(recs) == 923 and {r.space for r in recs} == {"shared", "global"}   # generic both ways
@@ -64,9 +64,6 @@ def test_global_refusals_and_bus_errors():
     """Refused on the result stream, and the unit goes on: a global matrix outside the global
     range, a misaligned one, a generic one in the shared window past shared memory; a read
     past the AXI memory (AxiRam answers SLVERR)."""
-    from tensorlsu.cosim.layout import GMEM_AT, GMEM_BYTES
-    from tensorlsu.cosim.runner import run_jobs
-    from tensorlsu.hdl.codes import Space
     ins = ptx.parse("wmma.load.a.sync.aligned.row.m16n16k16.global.f16", "sm_90a")
     fid, p = forms.form_id(ins), Params()
     image = bytes(range(256)) * 4
@@ -97,7 +94,6 @@ def test_global_refusals_and_bus_errors():
 def test_rtl_backend_names_bad_tcgen05_records(record, message):
     """A tcgen05 record the unit cannot run is refused before simulation, saying why (the
     model's words where the model refuses it too)."""
-    from tensorlsu.cosim.backend import RtlBackend
     (rec,) = trace.read(['{"instr": "tcgen05.ld.sync.aligned.32x32b.x1.b32", ' + record + '}'])
     with pytest.raises(ValueError) as e:
         RtlBackend().job(rec)
@@ -105,7 +101,6 @@ def test_rtl_backend_names_bad_tcgen05_records(record, message):
 
 
 def test_rtl_backend_names_a_global_address_outside_its_image():
-    from tensorlsu.cosim.backend import RtlBackend
     (rec,) = trace.read(['{"instr": "wmma.load.a.sync.aligned.row.m16n16k16.global.f16", "stride": 16, '
                          '"gmem": "' + "00" * 512 + '", "gmem_base": 4096, "addr": 8192}'])
     with pytest.raises(ValueError, match="address 0x2000 outside the global image"):
@@ -117,8 +112,6 @@ def test_every_pair_of_overlapping_stmatrix_rows_is_refused():
     .x4, whatever their distance: the unit checks the pairs over one or two cycles by
     distance, so each distance is a separate comparator. Distinct rows store normally, and a
     refused store writes nothing."""
-    from tensorlsu.cosim.runner import run_jobs
-    from tensorlsu.hdl.codes import Error
     jobs, expect = [], []
     for num in (1, 2, 4):
         fid = forms.form_id(ptx.parse(f"stmatrix.sync.aligned.m8n8.x{num}.shared.b16", "sm_90"))

@@ -7,6 +7,7 @@ import sys
 import pytest
 from conftest import DATA
 from tensorlsu.cosim import cli
+from tensorlsu.cosim.backend import RtlBackend
 from tensorlsu.sim import trace
 
 GOLDEN = DATA / "h200_sm90.jsonl"
@@ -132,7 +133,6 @@ def test_records_without_image_regs_or_expect(tmp_path):
 def test_rtl_memory_size_holds_the_trace(tmp_path):
     """replay --backend rtl builds the smallest unit (whole 128-byte lines, at least 16 KiB)
     that holds every row and image."""
-    from tensorlsu.cosim.backend import RtlBackend
     ld = "ldmatrix.sync.aligned.m8n8.x1.shared.b16"
     recs = [{"instr": ld, "addr": [16 * t for t in range(32)]}]
     assert RtlBackend.smem_bytes_for(trace.load(_write(tmp_path, recs))) == 16 * 1024

@@ -15,7 +15,7 @@ from tensorlsu.cosim import cli
 from tensorlsu.cosim.jobs import quadrant_image, tmem_from_dumps, tmem_instr_job, tmem_outcome
 from tensorlsu.cosim.runner import run_jobs
 from tensorlsu.hdl.codes import Error
-from tensorlsu.sim import model
+from tensorlsu.sim import model, ptx
 from tmemgen import random_case
 
 SIMS = ["icarus", "verilator"]
@@ -53,7 +53,6 @@ def _random_jobs(seed: int, per_port: int):
                     # load back what the last store wrote: same lanes and columns
                     ins_s, taddr, warp, split = prev_store
                     text = ins_s.form.replace("tcgen05.st", "tcgen05.ld").replace("unpack::16b", "pack::16b")
-                    from tensorlsu.sim import ptx
                     ins = ptx.parse(text, "sm_103a")
                 else:
                     ins, taddr, warp, split = random_case(rng, q, COLS)

@@ -12,10 +12,10 @@ import pytest
 from stagesim import simulate
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import TmemParams
-from tensorlsu.hdl.tmem.plan import NUMS, SHAPES
+from tensorlsu.hdl.tmem.plan import NUMS, SHAPES, plan, schedule
 from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
 from tensorlsu.hdl.tmem.records import LANES, Kind, instr_fields
-from tensorlsu.sim import model, ptx
+from tensorlsu.sim import layouts, model, ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
 from tmemgen import random_case
 
@@ -200,8 +200,6 @@ def test_step_table_is_the_layout_table(banks):
     piece of every thread exactly once, at the lane and column ``layouts.tmem_table`` gives it
     (a packed register's halves in columns 2c and 2c + 1). The formal specs prove that the
     gather and scatter do what the rows say; this closes the loop to the PTX layout."""
-    from tensorlsu.hdl.tmem.plan import plan, schedule
-    from tensorlsu.sim import layouts
     sch = schedule(banks)
     forms = list(sch.forms())
     assert len(forms) == 148
