@@ -1,0 +1,78 @@
+# amaranth: UnusedElaboratable=no
+"""The take and the progress merge alone (Amaranth's simulator), every combination of their
+inputs that matters.
+
+Expected values: the take rule (docs/ARCHITECTURE.md, "The take"): a pass leaves when the queue
+offers one and the next entry is free and, unless it was refused, both serving stages are free;
+a shared pass goes to the bank stage, a global one to the fetch stage, every one to the result
+stage and the ring. The merge: the busy stage's entry, rows from the stage that lands them."""
+
+import itertools
+
+from amaranth.sim import Simulator
+from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.pipeline.progress import ProgressMerge
+from tensorlsu.hdl.pipeline.take import Take
+
+
+def _run(dut, bench):
+    """Combinational: no clock."""
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_the_take_rule():
+    dut = Take(Params())
+
+    async def bench(ctx):
+        ctx.set(dut.tail, 2)
+        ctx.set(dut.start, 1)
+        for offered, free, stages_free, refused, glob in itertools.product((0, 1), repeat=5):
+            ctx.set(dut.pop.valid, offered)
+            ctx.set(dut.free, free)
+            ctx.set(dut.stages_free, stages_free)
+            ctx.set(dut.pop.payload.err, Error.STRIDE if refused else Error.NONE)
+            ctx.set(dut.pop.payload.glob, glob)
+            await ctx.delay(1e-9)
+            take = bool(offered and free and (refused or stages_free))
+            ok = take and not refused
+            case = (offered, free, stages_free, refused, glob)
+            assert ctx.get(dut.pop.ready) == take, case
+            assert (ctx.get(dut.take.take), ctx.get(dut.take.ok)) == (take, ok), case
+            assert (ctx.get(dut.shared.take), ctx.get(dut.shared.ok)) == (take, ok and not glob), case
+            assert (ctx.get(dut.global_.take), ctx.get(dut.global_.ok)) == (take, ok and bool(glob)), case
+            for sig in (dut.take, dut.shared, dut.global_):
+                assert (ctx.get(sig.offered), ctx.get(sig.tail), ctx.get(sig.start), ctx.get(sig.free)) == \
+                    (offered, 2, 1, free), case
+                assert ctx.get(sig.pass_.glob) == glob
+    _run(dut, bench)
+
+
+def test_the_progress_merge():
+    dut = ProgressMerge(Params())
+
+    async def bench(ctx):
+        b, f, out = dut.bank, dut.fetch, dut.progress
+        ctx.set(b.buf, 1)
+        ctx.set(f.buf, 2)
+        ctx.set(b.count, 1)
+        ctx.set(b.land_rows[0], 0xB)
+        ctx.set(f.land_rows[0], 0xF)
+        ctx.set(f.error, Error.SLVERR)
+        for fetch_busy, f_lands, b_fin, f_fin in itertools.product((0, 1), repeat=4):
+            ctx.set(dut.fetch_busy, fetch_busy)
+            ctx.set(f.land.slots, 0b1 if f_lands else 0)
+            ctx.set(b.land.slots, 0b10)
+            ctx.set(b.finished, b_fin)
+            ctx.set(f.finished, f_fin)
+            await ctx.delay(1e-9)
+            case = (fetch_busy, f_lands, b_fin, f_fin)
+            assert ctx.get(out.buf) == (2 if fetch_busy else 1), case
+            assert ctx.get(out.count) == 1, case              # only the banks count cycles
+            assert ctx.get(out.finished) == (b_fin or f_fin), case
+            assert ctx.get(out.error) == (Error.SLVERR if f_fin else Error.NONE), case
+            assert ctx.get(out.land.slots) == (0b1 if f_lands else 0b10), case
+            assert ctx.get(out.land_rows[0]) == (0xF if f_lands else 0xB), case
+    _run(dut, bench)
