@@ -1,10 +1,10 @@
 """cocotb test module: runs a list of jobs through the Verilog of the load/store unit.
 
 The jobs and the results are JSON files named by ``TENSORLSU_JOBS`` / ``TENSORLSU_RESULTS``
-(written and read by :mod:`tensorlsu.cosim.runner`; :mod:`tensorlsu.cosim.backend` and the tests
-compare them with the model: this module only drives and records). ``TENSORLSU_IDLE`` and ``TENSORLSU_BACKPRESSURE`` are the
-probabilities of an idle cycle on the input streams and of a cycle without ready on the
-output streams.
+(written and read by :mod:`tensorlsu.cosim.runner`; :mod:`tensorlsu.cosim.backend` and the
+tests compare them with the model: this module only drives and records). ``TENSORLSU_IDLE``
+and ``TENSORLSU_BACKPRESSURE`` are the probabilities of an idle cycle on the input streams and
+of a cycle without ready on the output streams.
 """
 
 import json

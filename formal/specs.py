@@ -246,7 +246,7 @@ class ShuffleSpec(Elaboratable):
             for start in range(self.blocks):   # one constant source per start: easy on the solver
                 with m.If(Cat(*selects).any() & (d.start == start)):
                     for k, (row, byte) in enumerate(mapping):
-                        # Lane k//4 byte k%4 of the beat is byte `byte` of slot `row` (hdl/forms.py
+                        # Lane k//4 byte k%4 of the beat is byte `byte` of slot `row` (hdl/pipeline/forms.py
                         # tables, from sim/layouts.py), which sits at ring slot 8 · start + row.
                         at = (forms.BLOCK * start + row) % ring
                         m.d.comb += Assert(d.out.word_select(k, 8) == flat.word_select(16 * at + byte, 8),
@@ -416,7 +416,8 @@ class RingRule(Elaboratable):
         tk = d.take
         NB = len(d.window)
         for sig in (tk.take, tk.ok, tk.tail, tk.pass_.err, tk.pass_.consts.load, tk.pass_.consts.align,
-                    tk.pass_.consts.blocks, d.entries.head_next, d.entries.valid_next, d.entries.end, d.entries.reading, d.advance):
+                    tk.pass_.consts.blocks, d.entries.head_next, d.entries.valid_next, d.entries.end,
+                    d.entries.reading, d.advance):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
         # the result stage: head and live entries are registers taking their next values; an
         # entry is taken only when free; a take's ok says it was not refused
@@ -427,7 +428,8 @@ class RingRule(Elaboratable):
         m.d.comb += Assume(tk.ok == (tk.take & (tk.pass_.err == Error.NONE)))
         with m.If(tk.take):
             m.d.comb += Assume(~valid.bit_select(tk.tail, 1))
-        m.d.comb += Assume(d.entries.valid_next == ((valid & ~Mux(d.entries.end, 1 << head, 0)) | Mux(tk.take, 1 << tk.tail, 0))[:ENTRIES])
+        m.d.comb += Assume(d.entries.valid_next == ((valid & ~Mux(d.entries.end, 1 << head, 0))
+                                                     | Mux(tk.take, 1 << tk.tail, 0))[:ENTRIES])
         m.d.comb += Assume(d.entries.head_next == Mux(d.entries.end, Mux(head == ENTRIES - 1, 0, head + 1), head))
         with m.If(d.entries.end):
             m.d.comb += Assume(valid.bit_select(head, 1))
@@ -438,7 +440,8 @@ class RingRule(Elaboratable):
         # lie within the blocks the pass fills) and, within an entry, fewer and fewer of them
         blocks = d.state["blocks"]
         prev_reading, prev_end, prev_live = Signal(NB), Signal(), Signal()
-        m.d.sync += [prev_reading.eq(d.entries.reading), prev_end.eq(d.entries.end), prev_live.eq(valid.bit_select(head, 1))]
+        m.d.sync += [prev_reading.eq(d.entries.reading), prev_end.eq(d.entries.end),
+                     prev_live.eq(valid.bit_select(head, 1))]
         own = Signal(NB)
         m.d.comb += own.eq(Mux(valid.bit_select(head, 1), Cat(*blocks).word_select(head, NB), 0))
         m.d.comb += Assume((d.entries.reading & ~own) == 0)

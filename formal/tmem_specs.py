@@ -2,7 +2,7 @@
 conventions: undriven inputs are free, assumptions constrain the environment).
 
 The gather and scatter are checked move by move against the step table
-(:func:`tensorlsu.hdl.tmem_plan.schedule`, generated from ``layouts.tmem_table``; the test
+(:func:`tensorlsu.hdl.tmem.plan.schedule`, generated from ``layouts.tmem_table``; the test
 ``tb/tmem/test_quadrant.py::test_step_table_is_the_layout_table`` checks that its moves are exactly the
 table's cells), for every step row and all data, with the lanes where a row names them (lane
 offset 0); the lane helpers they call are proven for every offset on their own
@@ -39,7 +39,7 @@ def _offsets(v, all_offsets=False):
 
 
 class TmemLanesSpec(Elaboratable):
-    """The lane helpers (hdl/tmem_lanes.py) for every offset and all data: virtual lane k of a
+    """The lane helpers (hdl/tmem/lanes.py) for every offset and all data: virtual lane k of a
     16-lane form is physical lane offset + k; a written physical lane L takes virtual lane
     L − offset, and is reached exactly when 0 ≤ L − offset < 16 (every lane with 32x32b)."""
 

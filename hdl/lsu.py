@@ -71,7 +71,7 @@ class LoadStoreUnit(wiring.Component):
     Members
     -------
     instr : In(stream.Signature(instr_layout(params)))
-        Form id (:func:`tensorlsu.hdl.forms.form_id`) and each thread's row address; for
+        Form id (:func:`tensorlsu.hdl.pipeline.forms.form_id`) and each thread's row address; for
         wmma.load ``addr[0]`` is the matrix address in its ``space`` (shared offset, global or
         generic address) and ``stride`` the stride operand in elements.
     smem_size : In(range(smem_bytes + 1))
@@ -92,10 +92,10 @@ class LoadStoreUnit(wiring.Component):
     dump_req, dump : In / Out(stream.Signature(...))
         Bank-parallel read of one line while idle.
     axi : Out(AxiSignature(...))
-        The global-memory AXI4 manager port (:class:`~tensorlsu.hdl.fetch.GlobalFetch`);
+        The global-memory AXI4 manager port (:class:`~tensorlsu.hdl.gmem.fetch.GlobalFetch`);
         absent when ``params.global_bytes`` is 0.
     tmem_instr, tmem_store, tmem_result, tmem_fill, tmem_dump_req, tmem_dump : arrays of 4
-        Each Tensor Memory quadrant's ports (:class:`~tensorlsu.hdl.tmem.TmemQuadrant`);
+        Each Tensor Memory quadrant's ports (:class:`~tensorlsu.hdl.tmem.quadrant.TmemQuadrant`);
         absent when ``params.tmem_columns`` is 0.
     """
 
@@ -152,8 +152,8 @@ class LoadStoreUnit(wiring.Component):
         for port in ("fill", "dump_req"):
             wiring.connect(m, wiring.flipped(getattr(self, port)), getattr(banks, port))
         wiring.connect(m, banks.dump, wiring.flipped(self.dump))
-        m.d.comb += [accept.smem_size.eq(self.smem_size), take.free.eq(result.free), take.tail.eq(result.tail), take.start.eq(ring.start),
-                     bank.blocked.eq(ring.blocked)]
+        m.d.comb += [accept.smem_size.eq(self.smem_size), take.free.eq(result.free), take.tail.eq(result.tail),
+                     take.start.eq(ring.start), bank.blocked.eq(ring.blocked)]
 
         if p.global_port:
             m.submodules.fetch = fetch = GlobalFetch(p)

@@ -19,7 +19,7 @@ __all__ = ["GlobalFetch"]
 
 class GlobalFetch(wiring.Component):
     """Global fetch stage, prefix ``g_``: serves a wmma.load pass whose chunks lie in global
-    memory, in the bank stage's place (:class:`~tensorlsu.hdl.serve.BankStage`): the same take,
+    memory, in the bank stage's place (:class:`~tensorlsu.hdl.smem.serve.BankStage`): the same take,
     ring go-ahead and landing, so the result stage gathers the fragment with the same shuffle.
 
     A pass's slots hold 16-byte chunks at 32-bit addresses (a chunk of an 8-byte line may start
@@ -31,14 +31,16 @@ class GlobalFetch(wiring.Component):
       while each holds a slot not yet requested, and marks every slot in them requested. So
       every line the pass touches is read exactly once, in INCR bursts of full-width beats, one
       burst per free id (``axi_outstanding``).
-    - **Data** (:class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`). Each beat (any id order, beats of one id in order) fills every slot whose row
-      lies in it. A beat with SLVERR or DECERR marks the pass refused.
-    - **Ahead.** Two contexts: while one pass is served, the next one, offered from the head of
-      the pass queue (``offer``, with ``used`` / ``addr``), is requested into the other (the
-      served pass's requests go first; each id remembers its context). Its take then only
-      switches contexts, so the port streams across instructions.
-    - **Landing** (:class:`~tensorlsu.hdl.gmem.landing.FetchLanding`). Once every slot is filled, the pass lands window by window (one a cycle,
-      each when the ring allows, :class:`~tensorlsu.hdl.ring.RowRing`), then finishes; a
+    - **Data** (:class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`). Each beat (any id order,
+      beats of one id in order) fills every slot whose row lies in it. A beat with SLVERR or
+      DECERR marks the pass refused.
+    - **Ahead.** Two contexts: while one pass is served, the next one, offered at the head of
+      the pass queue (the take's ``offered`` with a global pass not refused), is requested into
+      the other (the served pass's requests go first; each id remembers its context). Its take
+      then only switches contexts, so the port streams across instructions.
+    - **Landing** (:class:`~tensorlsu.hdl.gmem.landing.FetchLanding`). Once every slot is
+      filled, the pass lands window by window (one a cycle, each when the ring allows,
+      :class:`~tensorlsu.hdl.pipeline.ring.RowRing`), then finishes; a
       refused pass lands nothing and finishes with its error (``progress.error``), so that its
       beats leave with the error and no data.
 

@@ -61,7 +61,8 @@ class FetchLanding(wiring.Component):
         win = Signal(range(p.windows), name="g_win")
         used, pending, got, err = (Signal(R, name="g_used"), Signal(R, name="g_pending"),
                                    Signal(R, name="g_got"), Signal(Error, name="g_err"))
-        m.d.comb += [used.eq(Mux(cur, self.used[1], self.used[0])), pending.eq(Mux(cur, self.pending[1], self.pending[0])),
+        m.d.comb += [used.eq(Mux(cur, self.used[1], self.used[0])),
+                     pending.eq(Mux(cur, self.pending[1], self.pending[0])),
                      got.eq(Mux(cur, self.got[1], self.got[0])), err.eq(Mux(cur, self.err[1], self.err[0]))]
         arrived = Signal(name="g_arrived")      # every slot filled, nothing in flight
         m.d.comb += arrived.eq(self.valid & ((got & used) == used) & (pending == 0) & ~self.inflight)

@@ -19,11 +19,11 @@ __all__ = ["AcceptStage"]
 
 class AcceptStage(wiring.Component):
     """Accept stage, prefix ``a_``: takes an instruction from the instruction port, checks it
-    (:class:`~tensorlsu.hdl.check.InstrCheck`), decodes its form's constants once
-    (:class:`~tensorlsu.hdl.decode.FormDecoder`) and hands it to the pass queue as one or two
+    (:class:`~tensorlsu.hdl.pipeline.check.InstrCheck`), decodes its form's constants once
+    (:class:`~tensorlsu.hdl.pipeline.decode.FormDecoder`) and hands it to the pass queue as one or two
     checked passes (a wmma.load of 64 chunks has two), each with its slots' addresses; under
     ``"h200"`` a wmma.load's last pass also carries the bank cycles the H200 takes for it
-    (:class:`~tensorlsu.hdl.wmma_cost.WmmaCost`).
+    (:class:`~tensorlsu.hdl.pipeline.wmma_cost.WmmaCost`).
 
     Latency: a pass is offered the cycle after the instruction is accepted; an stmatrix of
     more than 8 rows takes one more cycle for its overlap check. A new instruction is
@@ -35,7 +35,7 @@ class AcceptStage(wiring.Component):
     (a distance ``d`` and ``32 − d`` are the same pairs). 256 comparators instead of 496
     pairs at once, and off the instruction port's path. Its verdict is only meaningful when
     every row is aligned and in range (then the row indices suffice); the pass carries it as
-    ``ovl``, and the pass queue turns it into :attr:`~tensorlsu.hdl.records.Error.OVERLAP`.
+    ``ovl``, and the pass queue turns it into :attr:`~tensorlsu.hdl.codes.Error.OVERLAP`.
 
     Members
     -------

@@ -33,7 +33,7 @@ class InstrCheck(wiring.Component):
     instr : In(instr_layout(params))
         The instruction.
     consts : In(consts_layout(params))
-        Its form's constants (:class:`~tensorlsu.hdl.decode.FormDecoder`).
+        Its form's constants (:class:`~tensorlsu.hdl.pipeline.decode.FormDecoder`).
     smem_size : In(range(smem_bytes + 1))
         The shared memory the instruction may address, in bytes (the running CTA's
         allocation; more than ``smem_bytes`` counts as ``smem_bytes``).
@@ -70,7 +70,7 @@ class InstrCheck(wiring.Component):
         # the shared memory in force; rows are 16-byte aligned where this verdict counts (a
         # misaligned row is refused first), so a row is outside when its index reaches the
         # size's whole rows
-        size = self._size = Signal(range(p.smem_bytes + 1))
+        size = Signal(range(p.smem_bytes + 1))
         m.d.comb += size.eq(Mux(self.smem_size > p.smem_bytes, p.smem_bytes, self.smem_size))
         # ldmatrix / stmatrix rows
         misaligned, outside, rows = Signal(R), Signal(R), Signal(R)
@@ -79,7 +79,7 @@ class InstrCheck(wiring.Component):
             a = ip.addr[i]
             m.d.comb += [misaligned[i].eq(rows[i] & (a[:4] != 0)),
                          outside[i].eq(rows[i] & (a[4:] >= size[4:]))]
-        wmma_err = self._wmma(m)
+        wmma_err = self._wmma(m, size)
         with m.If(~c.valid):
             m.d.comb += self.error.eq(Error.UNSUPPORTED)
         with m.Elif(c.wmma):
@@ -90,8 +90,9 @@ class InstrCheck(wiring.Component):
             m.d.comb += self.error.eq(Error.OUT_OF_RANGE)
         return m
 
-    def _wmma(self, m) -> Signal:
-        """wmma.load: matrix address, stride (the model's rules) and the span of its lines."""
+    def _wmma(self, m, size) -> Signal:
+        """wmma.load: matrix address, stride (the model's rules) and the span of its lines
+        (``size``: the shared memory in force)."""
         p, ip = self.params, self.instr
         wm_lg_bits = Signal(range(7))       # log2 of the element width
         wm_lg_lines = Signal(range(6))      # log2 of the number of lines
@@ -125,7 +126,7 @@ class InstrCheck(wiring.Component):
         m.d.comb += end.eq(self.base + span + wm_line_bytes)
         outside = Signal()
         m.d.comb += outside.eq(huge | Mux(self.glob, (self.base < p.global_base) |
-                                          (end > p.global_base + p.global_bytes), end > self._size))
+                                          (end > p.global_base + p.global_bytes), end > size))
         err = Signal(Error)
         no_global = C(int(not p.global_port), 1)
         with m.If((ip.space == Space.GLOBAL) & no_global):

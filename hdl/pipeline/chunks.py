@@ -18,7 +18,7 @@ __all__ = ["ChunkAddresses"]
 
 class ChunkAddresses(wiring.Component):
     """Slot ``s`` of a wmma.load pass holds chunk ``(line, k)`` of the matrix, at
-    ``base + line · stride + 16 k`` (:class:`~tensorlsu.hdl.forms.FormInfo`). Two
+    ``base + line · stride + 16 k`` (:class:`~tensorlsu.hdl.pipeline.forms.FormInfo`). Two
     combinational halves, with a register stage between them in the accept stage:
 
     - ``form`` → ``index``: per pass (two), each slot's line and an index into the chunks that

@@ -1,4 +1,4 @@
-"""Form decoder: the per-form constants of a form id, generated from :mod:`tensorlsu.hdl.forms`."""
+"""Form decoder: the per-form constants of a form id, generated from :mod:`tensorlsu.hdl.pipeline.forms`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ __all__ = ["FormDecoder", "form_constants"]
 
 
 def form_constants(p: Params, inf: forms.FormInfo) -> list[dict]:
-    """The constants (:func:`~tensorlsu.hdl.records.consts_layout`) of each pass of a form."""
+    """The constants (:func:`~tensorlsu.hdl.pipeline.records.consts_layout`) of each pass of a form."""
     W = p.window
     common = {"valid": 1, "load": int(inf.load), "wmma": int(inf.wmma), "nregs": inf.nregs,
               # the result's last beat (a store: its completion beat)
@@ -52,7 +52,7 @@ class FormDecoder(wiring.Component):
     first : Out(consts_layout(params))
         The constants of the instruction's first pass.
     second : Out(consts_layout(params))
-        Those of its second pass; only the fields :data:`~tensorlsu.hdl.records.PER_PASS`
+        Those of its second pass; only the fields :data:`~tensorlsu.hdl.pipeline.records.PER_PASS`
         differ from ``first``.
     """
 

@@ -23,7 +23,7 @@ class PassQueue(wiring.Component):
     on ``pop.ready`` (a full queue takes nothing, even in a cycle it pops).
 
     The stmatrix overlap verdict enters as it is (``ovl``) and becomes the error as the pass is
-    read out (:attr:`~tensorlsu.hdl.records.Error.OVERLAP`, unless an earlier check already
+    read out (:attr:`~tensorlsu.hdl.codes.Error.OVERLAP`, unless an earlier check already
     refused it): the overlap comparators end in a register. ``pop.payload.ovl`` is 0.
 
     Members

@@ -4,7 +4,7 @@ Every stage of :class:`~tensorlsu.hdl.lsu.LoadStoreUnit` exchanges these and not
 
 - :func:`instr_layout`, :func:`result_layout`, :func:`fill_layout`: the unit's ports;
 - :func:`consts_layout`: the per-form constants of one pass, decoded from the form id once, as
-  the instruction is accepted (:class:`~tensorlsu.hdl.decode.FormDecoder`), and carried in
+  the instruction is accepted (:class:`~tensorlsu.hdl.pipeline.decode.FormDecoder`), and carried in
   registers from stage to stage, so that no later stage decodes the form again;
 - :func:`pass_layout`: a checked pass, from the accept stage through the pass queue to the
   bank stage and the result entries.
@@ -44,7 +44,7 @@ def instr_layout(p: Params) -> data.StructLayout:
 def result_layout(p: Params) -> data.StructLayout:
     """The result port: one destination register of every thread, ``regs``: which registers
     the beat's data is (bit ``r``: register ``r``; more than one where a fragment repeats a
-    register, :class:`~tensorlsu.hdl.forms.FormInfo`; 0 on a store's completion beat), the
+    register, :class:`~tensorlsu.hdl.pipeline.forms.FormInfo`; 0 on a store's completion beat), the
     error code, whether the beat is the instruction's last, and (on the last beat) its bank
     cycles."""
     return data.StructLayout({"data": data.ArrayLayout(unsigned(32), p.lanes),
@@ -62,7 +62,7 @@ PER_PASS = ("used", "pend", "final", "lastwin", "blocks", "need0", "rest0")
 
 
 def consts_layout(p: Params) -> data.StructLayout:
-    """Per-form constants of one pass (:class:`~tensorlsu.hdl.decode.FormDecoder`).
+    """Per-form constants of one pass (:class:`~tensorlsu.hdl.pipeline.decode.FormDecoder`).
 
     ``valid``: the form id names a form; ``load``: ldmatrix or wmma.load; ``wmma``;
     ``used``: the slots the pass fills; ``nregs``: registers (result or store beats);
@@ -85,7 +85,7 @@ def pass_layout(p: Params) -> data.StructLayout:
     check found two threads on one row; it becomes :attr:`Error.OVERLAP` when the queue hands
     the pass on), its constants, ``cost``: the bank cycles the instruction takes at least, on
     its last pass (under ``"h200"`` a wmma.load's as the H200 pays them,
-    :class:`~tensorlsu.hdl.wmma_cost.WmmaCost`; otherwise 0), ``glob``: a wmma.load from
+    :class:`~tensorlsu.hdl.pipeline.wmma_cost.WmmaCost`; otherwise 0), ``glob``: a wmma.load from
     global memory, and each slot's address (a shared-memory offset, or a global address with
     ``glob``: a row of an ldmatrix / stmatrix, a 16-byte chunk of a wmma.load)."""
     return data.StructLayout({"form": unsigned(FORM_BITS), "err": Error, "ovl": 1,

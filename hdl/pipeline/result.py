@@ -37,7 +37,7 @@ class ResultStage(wiring.Component):
     """Result stage, prefix ``e_``: ``ENTRIES`` instruction entries in order (one emitting,
     one filled and waiting, one filling), the load row buffer, and the result beats of the
     oldest entry (the head), through the fragment shuffle
-    (:class:`~tensorlsu.hdl.shuffle.LoadShuffle`).
+    (:class:`~tensorlsu.hdl.pipeline.shuffle.LoadShuffle`).
 
     The row buffer is a ring of ``row_blocks`` blocks of 8 slots: an entry's slot ``s`` is ring
     slot ``(8 · start + s) mod (8 · row_blocks)``. A load's beat leaves as soon as the rows it
@@ -51,7 +51,7 @@ class ResultStage(wiring.Component):
 
     Latency: a beat whose rows landed in cycle ``t`` (written at the end of ``t``) may leave
     in ``t + 1``. This implementation assumes the bank stage lands only rows of the entry it
-    fills, into blocks no live entry's remaining beats read (:class:`~tensorlsu.hdl.ring.RowRing`).
+    fills, into blocks no live entry's remaining beats read (:class:`~tensorlsu.hdl.pipeline.ring.RowRing`).
 
     ``cycles``, on the last beat, is the number of cycles the instruction occupied the banks,
     summed over its passes; under :attr:`Policy.PACKED` at least one per register beat of an
@@ -118,7 +118,8 @@ class ResultStage(wiring.Component):
                         m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                      for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
         self._beats(m, rowbuf, valid, head, e_clr)
-        m.d.comb += [self.entries.end.eq(e_clr.any()), self.entries.head_next.eq(Mux(self.entries.end, self.after(head), head)),
+        m.d.comb += [self.entries.end.eq(e_clr.any()),
+                     self.entries.head_next.eq(Mux(self.entries.end, self.after(head), head)),
                      self.entries.valid_next.eq((valid & ~e_clr) | e_set)]
         m.d.sync += [head.eq(self.entries.head_next), valid.eq(self.entries.valid_next)]
         return m

@@ -112,5 +112,6 @@ class RowRing(wiring.Component):
         window = Signal(NB, name="r_window")
         m.d.comb += self.window.eq(window)
         m.d.sync += [window.eq(window_n), busy.eq(busy_n)] + [blocks[b].eq(blocks_n[b]) for b in range(ENTRIES)]
-        m.d.sync += self.blocked.eq(self.check(self.entries.head_next, fill_buf_n, self.entries.valid_next, blocks_n, window_n, busy_n))
+        m.d.sync += self.blocked.eq(self.check(self.entries.head_next, fill_buf_n, self.entries.valid_next,
+                                               blocks_n, window_n, busy_n))
         return m

@@ -41,8 +41,8 @@ def _plan():
     pattern from there.
 
     Every beat reads one run of slots (the rows of one matrix, or the chunks
-    :func:`tensorlsu.hdl.forms._passes` placed together) within an aligned span of blocks
-    (:meth:`~tensorlsu.hdl.forms.FormInfo.beat_span`), so its layout is "window of slots from
+    :func:`tensorlsu.hdl.pipeline.forms._passes` placed together) within an aligned span of blocks
+    (:meth:`~tensorlsu.hdl.pipeline.forms.FormInfo.beat_span`), so its layout is "window of slots from
     block ``first``" followed by a fixed byte permutation of that window. Only a handful of
     distinct permutations exist across all forms, and several of them are another one read
     4, 8 or 12 bytes further along each row (the second beat of an m16n16 .trans, the high
@@ -90,7 +90,7 @@ def _plan():
 
 class LoadShuffle(wiring.Component):
     """Combinational: ``out`` is result beat ``beat`` of load form ``form`` (32 lanes × 32
-    bits), byte for byte as the form's table says (:class:`tensorlsu.hdl.forms.FormInfo`, from
+    bits), byte for byte as the form's table says (:class:`tensorlsu.hdl.pipeline.forms.FormInfo`, from
     :mod:`tensorlsu.sim.layouts`), read from the row buffer: a ring of ``blocks`` blocks of 8
     slots in which the instruction's slot ``s`` is ring slot ``(8 · start + s) mod (8 ·
     blocks)``. ``start`` must be a multiple of the form's ``align`` (so no beat reads across

@@ -44,7 +44,7 @@ class BankCrossbar(wiring.Component):
     Members
     -------
     eligible, quad, line, same_quad, same_line, served
-        As :class:`~tensorlsu.hdl.scheduler.BankScheduler`.
+        As :class:`~tensorlsu.hdl.smem.scheduler.BankScheduler`.
     access : Out(quads)
         The quad serves a row this cycle.
     addr : Out(ArrayLayout(line_bits, quads))

@@ -27,7 +27,7 @@ class BankStage(wiring.Component):
     A pass's slots are served in windows of ``Params.window`` slots, in order (under
     :attr:`~tensorlsu.hdl.params.Policy.H200` one 8-row group at a time, wmma chunks too;
     under ``PACKED`` the whole pass). The bank crossbar
-    (:class:`~tensorlsu.hdl.crossbar.BankCrossbar`) grants one distinct line per bank quad per
+    (:class:`~tensorlsu.hdl.smem.crossbar.BankCrossbar`) grants one distinct line per bank quad per
     cycle; a load's rows land in the row buffer a cycle later, through the decompressors; an
     stmatrix's rows come from its source beats through the store shuffle and are written.
     The slots shift down by a window as one is done, so the window is always slots 0 … W − 1
@@ -61,7 +61,7 @@ class BankStage(wiring.Component):
     -------
     take : In(TakeSignature(params))
     blocked : In(1)
-        The ring's go-ahead (:class:`~tensorlsu.hdl.ring.RowRing`).
+        The ring's go-ahead (:class:`~tensorlsu.hdl.pipeline.ring.RowRing`).
     store : In(stream.Signature(ArrayLayout(32, lanes)))
         The unit's store-data port.
     banks : Out(BankPortSignature(params))

@@ -84,7 +84,8 @@ class TmemBanks(wiring.Component):
             m.submodules[f"bank{b}"] = mem = Memory(shape=unsigned(32 * LANES), depth=self.depth, init=[])
             for g in range(PORTS_PER_BANK):
                 rd, wr = mem.read_port(domain="sync"), mem.write_port(granularity=32)
-                addr, read = Signal(range(self.depth), name=f"bank{b}_port{g}_addr"), Signal(name=f"bank{b}_port{g}_read")
+                addr = Signal(range(self.depth), name=f"bank{b}_port{g}_addr")
+                read = Signal(name=f"bank{b}_port{g}_read")
                 m.d.comb += [addr.eq(Mux(self.store, self.w_addr[b][g], self.addr[b][g])), read.eq(self.read),
                              wr.data.eq(self.w_data[b][g]), wr.en.eq(self.w_en[b][g])]
                 if g == 1:      # fill and dump, while idle

@@ -35,7 +35,7 @@ class TmemCheck(wiring.Component):
     instr : In(tmem_instr_layout())
     error : Out(Error)
     cls : Out
-        The instruction's class in :func:`~tensorlsu.hdl.tmem_plan.schedule`.
+        The instruction's class in :func:`~tensorlsu.hdl.tmem.plan.schedule`.
     periods, nregs : Out
         Periods of its class's steps it runs; registers per thread.
     lane_off : Out

@@ -52,7 +52,7 @@ class TmemGather(wiring.Component):
     words : In(ArrayLayout(unsigned(32 · LANES), accesses(banks)))
         What the step's accesses read (the memory's output, the cycle after the step).
     var : In
-        The step row of the words (:func:`~tensorlsu.hdl.tmem_plan.schedule`).
+        The step row of the words (:func:`~tensorlsu.hdl.tmem.plan.schedule`).
     lane_off : In
         taddr's lane from the quadrant's first.
     load : In(1)

@@ -44,7 +44,7 @@ class Kind(enum.Enum, shape=unsigned(2)):
 
 def tmem_instr_layout() -> data.StructLayout:
     """A quadrant's instruction: the decoded form (``store``; ``shape_id``: index into
-    :data:`~tensorlsu.hdl.tmem_plan.SHAPES`; ``num_log2``: log2 of .num; ``pack``: .pack::16b or
+    :data:`~tensorlsu.hdl.tmem.plan.SHAPES`; ``num_log2``: log2 of .num; ``pack``: .pack::16b or
     .unpack::16b; the reduction), taddr (lane in bits 31:16, column in 15:0), the warp's index in
     its warpgroup, and immHalfSplitoff (``has_split``: the operand was given)."""
     return data.StructLayout({

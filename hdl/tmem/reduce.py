@@ -7,7 +7,7 @@ Latency: each ``fold`` (a register beat taken) updates the running value at the 
 
 The reduction as defined in docs/ARCHITECTURE.md: .u32 / .s32 compare as integers; .f32
 orders −0.0 below +0.0, skips NaN inputs (a NaN result only when every input is NaN, or with
-.NaN when any is), and returns :data:`~tensorlsu.hdl.tmem_records.CANONICAL_NAN` for a NaN
+.NaN when any is), and returns :data:`~tensorlsu.hdl.tmem.records.CANONICAL_NAN` for a NaN
 result; .abs clears the sign bit of every input first.
 """
 

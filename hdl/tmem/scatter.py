@@ -52,7 +52,7 @@ class TmemScatter(wiring.Component):
     beat : In(beat_layout())
         The beat's source registers of every thread (slot 1 unused in a one-register beat).
     var : In
-        The step row (:func:`~tensorlsu.hdl.tmem_plan.schedule`).
+        The step row (:func:`~tensorlsu.hdl.tmem.plan.schedule`).
     wide : In(1)
         The form is 32x32b (all 32 lanes, from the quadrant's first).
     lane_off : In

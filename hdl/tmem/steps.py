@@ -35,7 +35,7 @@ class TmemSteps(wiring.Component):
     advance : In(1)
         The current step was issued: go to the next.
     var : Out
-        The current row of :func:`~tensorlsu.hdl.tmem_plan.schedule`.
+        The current row of :func:`~tensorlsu.hdl.tmem.plan.schedule`.
     addr, on : Out
         Per port, the column of the current step and whether the port is used.
     last_step, final : Out(1)

@@ -56,10 +56,12 @@ class TmemStore(wiring.Component):
             "store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))),
             "start": In(1), "nregs": In(range(MAX_REGS + 1)), "take": In(1), "refusing": In(1),
             "writing": In(1), "last_step": In(1),
-            "var": In(range(max(nvar, 2))), "on": In(accesses(p.banks)), "wide": In(1), "lane_off": In(range(LANES + 1)),
+            "var": In(range(max(nvar, 2))), "on": In(accesses(p.banks)), "wide": In(1),
+            "lane_off": In(range(LANES + 1)),
             "addr": In(range(depth)).array(p.banks, ports), "parity": In(ports),
             "held_valid": Out(1), "drained": Out(1),
-            "w_addr": Out(range(depth)).array(p.banks, ports), "w_data": Out(unsigned(32 * LANES)).array(p.banks, ports),
+            "w_addr": Out(range(depth)).array(p.banks, ports),
+            "w_data": Out(unsigned(32 * LANES)).array(p.banks, ports),
             "w_en": Out(LANES).array(p.banks, ports)})
 
     def elaborate(self, platform):
@@ -77,7 +79,8 @@ class TmemStore(wiring.Component):
             for b in range(p.banks):
                 m.d.sync += [self.w_addr[b][g].eq(self.addr[b][g]),
                              self.w_data[b][g].eq(pick(p.banks, b, g, list(scatter.words), self.parity[g])),
-                             self.w_en[b][g].eq(pick(p.banks, b, g, enables, self.parity[g]) & writing.replicate(LANES))]
+                             self.w_en[b][g].eq(pick(p.banks, b, g, enables, self.parity[g])
+                                                & writing.replicate(LANES))]
         move = Signal()       # the pending beat becomes the held one at this edge
         m.d.comb += move.eq(pending_full & (~held_valid | done_beat))
         with m.If(move):

@@ -2,7 +2,7 @@
 error codes and the parameters it was built with, so that Verilog users need no Python.
 
 Every number comes from the objects the RTL is built from (the forms table, the port
-signatures' layouts, :class:`~tensorlsu.hdl.records.Error`, :class:`~tensorlsu.hdl.params.Params`).
+signatures' layouts, :class:`~tensorlsu.hdl.codes.Error`, :class:`~tensorlsu.hdl.params.Params`).
 """
 
 from __future__ import annotations

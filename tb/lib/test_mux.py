@@ -1,4 +1,4 @@
-"""hdl/mux.py: the binary multiplexer tree picks options[sel] for every select value."""
+"""hdl/lib/mux.py: the binary multiplexer tree picks options[sel] for every select value."""
 
 import pytest
 from amaranth import Module, Signal

@@ -2,7 +2,7 @@
 passes a two-pass wmma.load gives, and the stmatrix overlap verdict.
 
 Expected values: the model's refusals (tensorlsu.sim.model raises ModelError for exactly these
-inputs; the unit's codes are named in hdl/records.py), and the pass counts of the form tables."""
+inputs; the unit's codes are named in hdl/codes.py), and the pass counts of the form tables."""
 
 import pytest
 from stagesim import simulate
@@ -19,13 +19,16 @@ def _fid(text):
     return forms.form_id(ptx.parse(text, "sm_90a"))
 
 
-def run_one(form, addr, stride=0, space=Space.SHARED, params=None):
+def run_one(form, addr, stride=0, space=Space.SHARED, params=None, smem_size=None):
     """Accept one instruction and collect its passes: [(err, ovl)], with (glob, first slot's
-    address) appended for a wmma.load in another space than shared."""
+    address) appended for a wmma.load in another space than shared. ``smem_size``: the shared
+    memory the instruction may address (None: the port's default, all of it)."""
     dut = AcceptStage(params or Params(smem_bytes=SMEM))
     out = []
 
     async def bench(ctx):
+        if smem_size is not None:
+            ctx.set(dut.smem_size, smem_size)
         ctx.set(dut.instr.payload.form, form)
         for i in range(32):
             ctx.set(dut.instr.payload.addr[i], addr[i] if isinstance(addr, list) else addr)
@@ -97,3 +100,23 @@ def test_state_spaces():
     assert run_one(fid, p.global_base + p.global_bytes - 256, 16, Space.GLOBAL)[0][0] == Error.OUT_OF_RANGE
     assert run_one(fid, 0x40, 16, Space.GLOBAL, Params(smem_bytes=SMEM, global_bytes=0))[0][0] == \
         Error.UNSUPPORTED
+
+
+@pytest.mark.parametrize("text,addr,size,expect", [
+    # a 4 KiB allocation: its last row is in, the next one out (ldmatrix), as the model refuses
+    # rows past a 4 KiB image
+    (LD4, ROWS[:31] + [4096 - 16], 4096, Error.NONE),
+    (LD4, ROWS[:31] + [4096], 4096, Error.OUT_OF_RANGE),
+    # a size that is not whole rows: a row must end within it (672 bytes: rows up to 656)
+    (LD4, ROWS[:31] + [656], 672, Error.NONE),
+    (LD4, ROWS[:31] + [664 & ~15], 670, Error.OUT_OF_RANGE),
+    # a matrix of 16 lines of 32 bytes ending exactly at the size, and one 32 bytes past it
+    (WMMA_A, 4096 - 512, 4096, Error.NONE),
+    (WMMA_A, 4096 - 480, 4096, Error.OUT_OF_RANGE),
+    # more than the unit has counts as all of it (the port is wider than smem_bytes needs)
+    (LD4, ROWS[:31] + [SMEM - 16], (1 << 15) - 1, Error.NONE),
+    (LD4, ROWS[:31] + [SMEM], (1 << 15) - 1, Error.OUT_OF_RANGE),
+])
+def test_rows_and_matrices_past_smem_size_are_refused(text, addr, size, expect):
+    stride = 16 if text == WMMA_A else 0
+    assert run_one(_fid(text), addr, stride, smem_size=size)[-1] == (expect, 0)

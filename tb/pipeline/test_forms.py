@@ -1,4 +1,4 @@
-"""The form tables the RTL is generated from (hdl/forms.py), executed in numpy the way the
+"""The form tables the RTL is generated from (hdl/pipeline/forms.py), executed in numpy the way the
 unit's datapath uses them and compared with the model (itself pinned by the H200 vectors)."""
 
 import numpy as np

@@ -2,7 +2,7 @@
 """PassQueue alone (Amaranth's simulator): passes leave in order, none lost or duplicated, the
 overlap verdict becomes the OVERLAP error, and a full queue refuses a push.
 
-Expected values: the queue's contract (hdl/passq.py's docstring), derived by hand."""
+Expected values: the queue's contract (hdl/pipeline/passq.py's docstring), derived by hand."""
 
 import random
 

@@ -1,7 +1,7 @@
 """RowRing alone (Amaranth's simulator): where successive loads go in the row-buffer ring, and
 the bank stage's go-ahead.
 
-Expected values: the ring's rule, derived by hand from its definition (hdl/ring.py): each load
+Expected values: the ring's rule, derived by hand from its definition (hdl/pipeline/ring.py): each load
 takes the next ``blocks`` blocks after the previous load's, its first block rounded up to a
 multiple of ``align + 1``; a refused pass takes none; a window may not be served while it
 meets a block the head (another entry) still reads, or a waiting entry's blocks."""

@@ -95,7 +95,7 @@ def _legal_strides(inf, span_bytes):
 @pytest.mark.parametrize("fid", WMMA_FIDS, ids=lambda f: forms.FORMS[f].form)
 def test_unit_windows_never_outlast_the_h200(fid):
     """The RTL's h200 policy serves a wmma.load's slots 8 at a time and then holds the banks
-    until the ROM's count (hdl/wmma_cost.py): exact only if its windows never take longer. Every
+    until the ROM's count (hdl/pipeline/wmma_cost.py): exact only if its windows never take longer. Every
     legal stride residue and base residue: the windows' cycles (busiest quad's rows per window)
     are at most the H200's rule, and the ROM is that rule at any stride and base of the same
     residues (here also one and two periods further)."""

@@ -1,7 +1,7 @@
 """SharedBanks alone (Amaranth's simulator): the fill / dump port round trip, the bank stage's
 port (read data a cycle later, writes), and when fill and dump may take the banks.
 
-Expected values: the port contract in hdl/banks.py (a row lives in quad (addr / 16) mod quads,
+Expected values: the port contract in hdl/smem/banks.py (a row lives in quad (addr / 16) mod quads,
 line addr / line_bytes), derived by hand."""
 
 import random

@@ -61,7 +61,7 @@ def test_synthesis_report_rows():
 
 
 def _mux_equivalence(tmp_path, mux_map: str) -> subprocess.CompletedProcess:
-    """Map multiplexer trees of 13, 8 and 4 options (hdl/mux.py) with synth/run.py's ECP5 flow
+    """Map multiplexer trees of 13, 8 and 4 options (hdl/lib/mux.py) with synth/run.py's ECP5 flow
     and mux map ``mux_map``, then prove the netlist, read back with the vendor cell models,
     equal to the source for all inputs."""
     from amaranth import Cat, Elaboratable, Module, Signal

@@ -1,4 +1,4 @@
-"""One Tensor Memory quadrant (hdl/tmem.py) alone, in Amaranth's simulator: random tcgen05.ld /
+"""One Tensor Memory quadrant (hdl/tmem/quadrant.py) alone, in Amaranth's simulator: random tcgen05.ld /
 tcgen05.st forms, taddrs, splits and data against the model, refusals included, with random
 back-pressure on the result port.
 
