@@ -13,7 +13,7 @@ WAVES  ?=
 # test workers (pytest-xdist): the CI machine has 2 cores
 JOBS   ?= 2
 
-.PHONY: all venv sim test replay regress verilog capture synth formal bench clean
+.PHONY: all venv opensta sim test replay regress verilog capture synth formal bench clean
 
 all: test
 
@@ -24,6 +24,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# OpenSTA, the static timing of the ASIC flow (synth/asic.py), is a Debian package
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+opensta:
+	@command -v sta >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq opensta; }
 
 # Main job: the RTL regression, then the H200 vectors and the sm_100 Tensor Memory records
 # through the RTL, and the H200 vectors through the model.
@@ -54,18 +59,19 @@ verilog: $(STAMP)
 		$(if $(SMEM_BYTES),--smem-bytes $(SMEM_BYTES)) $(if $(TMEM_COLUMNS),--tmem-columns $(TMEM_COLUMNS)) \
 		$(if $(AXI_DATA_BITS),--axi-data-bits $(AXI_DATA_BITS))
 
-test: $(STAMP)
+test: $(STAMP) opensta
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS)
 
 # On a machine with an NVIDIA GPU and nvcc: capture hardware vectors (tb/hw/README.md).
 capture:
 	$(PYTHON) tb/hw/capture.py --out tb/data/captured.jsonl
 
-# Yosys + nextpnr-ecp5 report of every block (routed) and the whole unit (placed), h200 policy:
-# reports/synth.{md,json}. The long runs: make synth SYNTH_ARGS="--policies h200 packed
-# --seeds 1 2 3 --route-units"
+# Both synthesis reports, h200 policy, two blocks at a time: ECP5 (Yosys + nextpnr-ecp5, every
+# block routed, the whole unit placed) in reports/synth.{md,json}; ASAP7 (Yosys + fakeram7 macros
+# + OpenSTA, full size, 2 GHz goal) in reports/asic.{md,json}. One flow: SYNTH_ARGS="--flows asic".
+# The long FPGA runs: make synth SYNTH_ARGS="--policies h200 packed --seeds 1 2 3 --route-units"
 SYNTH_ARGS ?=
-synth: $(STAMP)
+synth: $(STAMP) opensta
 	$(PY) synth/run.py $(SYNTH_ARGS)
 
 # SymbiYosys proofs and covers (formal/specs.py); the broken variants must fail

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""Synthesis report: generic cells, ECP5 LUT/FF/mux counts, logic depth and nextpnr-ecp5 Fmax
-(LFE5U-85F, speed 8) per block and for the whole unit, for both scheduling policies.
+"""Synthesis reports of every block and of the whole unit, on two targets:
 
-    python synth/run.py                    # every block, h200 -> reports/synth.{md,json}
-    python synth/run.py --policies h200 packed --seeds 1 2 3 --route-units   # the long runs
-    python synth/run.py --blocks scheduler decompress   # a quick subset (the CI smoke run)
+- the ECP5 FPGA (LFE5U-85F, speed 8): generic cells, LUT/FF/mux counts, logic depth and the
+  nextpnr-ecp5 Fmax -> reports/synth.{md,json};
+- the ASAP7 standard cells with fakeram7 SRAM macros, at the full size (228 KiB of shared memory,
+  four 512-column Tensor Memory quadrants): area by kind, the worst paths and the Fmax OpenSTA
+  gives them (synth/asic.py) -> reports/asic.{md,json}.
+
+    python synth/run.py                    # both flows, every block, h200, two at a time
+    python synth/run.py --flows asic --blocks crossbar     # one block, one flow
+    python synth/run.py --policies h200 packed --seeds 1 2 3 --route-units   # the long FPGA runs
 
 Yosys and nextpnr come from the yowasp wheels. The unit's shared memory maps to block RAM
 (DP16KD). Multiplexer trees are mapped onto the ECP5 slices' wide multiplexers first
@@ -14,10 +19,13 @@ A block that does not fit the device is reported as such, with its cell counts.
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
 
 from amaranth import Elaboratable, Module, Signal, Value
@@ -36,9 +44,12 @@ from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
 from tensorlsu.hdl.tmem.reduce import TmemReduce
 from tensorlsu.hdl.tmem.scatter import TmemScatter
 from tensorlsu.hdl.tmem.steps import TmemSteps
+from tensorlsu.hdl.verilog.emit import verilog_text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "synth"))
+import asic  # noqa: E402  (synth/asic.py, beside this file)
 
 
 def blocks(policy: str):
@@ -74,6 +85,27 @@ def blocks(policy: str):
 
 #: blocks that differ between the policies
 PER_POLICY = ("scheduler", "crossbar", "shuffle", "unit")
+
+#: the shared memory of an H200 / B200 SM (228 KiB): the ASIC blocks are built at the full size
+FULL_SMEM_BYTES = 228 * 1024
+
+
+def asic_blocks(policy: str):
+    """The blocks of the ASIC report, at the full size. ``unit_verilog`` is the unit (four
+    quadrants) taken from its emitted Verilog instead of Amaranth's RTLIL: the integrator's way
+    in, memories included."""
+    full = Params(schedule=policy, smem_bytes=FULL_SMEM_BYTES)
+    pick = ("scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "tmem_quadrant")
+    found = {k: v for k, v in blocks(policy).items() if k in pick}
+    found["unit"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0))
+    found["unit_tmem"] = lambda: LoadStoreUnit(full)
+    found["unit_verilog"] = lambda: LoadStoreUnit(full)
+    return found
+
+
+#: the order the ASIC blocks are reported in, and a rough run time (s) for scheduling the work
+ASIC_BLOCKS = {"scheduler": 20, "crossbar": 20, "decompress": 15, "shuffle": 60, "store_shuffle": 30,
+               "fetch": 90, "tmem_quadrant": 140, "unit": 240, "unit_tmem": 900, "unit_verilog": 900}
 
 
 class Registered(Elaboratable):
@@ -271,11 +303,104 @@ def markdown(rows) -> str:
     return head + body
 
 
+def asic_synth(name: str, policy: str, period_ps: int, say=print) -> dict:
+    """The ASIC flow (synth/asic.py) on one block of :func:`asic_blocks`."""
+    work = ROOT / "build" / "asic" / f"{name}_{policy}"
+    dut = asic_blocks(policy)[name]()
+    if name == "unit_verilog":
+        row = asic.run(name, verilog_text(dut, "top"), work, period_ps, verilog=True, say=say)
+    else:
+        if not name.startswith("unit"):
+            dut = Registered(dut)
+        il = rtlil.convert(dut, name="top", ports=getattr(dut, "ports", None))
+        row = asic.run(name, il, work, period_ps, say=say)
+    return {**row, "policy": policy}
+
+
+def _fmt_path(path: dict | None) -> str:
+    if not path:
+        return "—"
+    return f"{path['slack_ps']:+.0f} ps, {path['cells']} cells: `{path['start']}` → `{path['end']}`"
+
+
+def asic_markdown(rows) -> str:
+    """The ASIC report: area by kind, the worst paths, and what the figures leave out."""
+    period = rows[0]["period_ps"] if rows else asic.DEFAULT_PERIOD_PS
+    head = (f"# Synthesis (ASAP7 7.5-track RVT, typical corner 0.7 V 25 C; fakeram7 SRAM macros)\n\n"
+            f"Clock goal {period} ps ({1e6 / period:.0f} MHz). Area: the sum of the cells' areas (um^2). "
+            f"Fmax: the clock the worst path would allow (1 / (period - slack)); register to register, "
+            f"and counting the ports, where the logic outside takes {asic.PORT_BUDGET:.0%} of the period "
+            f"before every input and after every output.\n\n"
+            "What these figures are: logic synthesis and static timing, with no placement, no wires and an "
+            "ideal clock (no clock tree, no skew); fakeram7's macro areas and timings are placeholders of a "
+            "plausible size, not a foundry's. Nets with more than "
+            f"{asic.MAX_FANOUT} sinks are buffered before timing ({asic.BUFFER}).\n\n")
+    table = ("| block | policy | from | logic | flip-flops | SRAM macros | total | FFs | macros | "
+             "Fmax reg-reg (MHz) | Fmax with ports | worst register-to-register path | worst port path |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    for r in rows:
+        if "error" in r:
+            table += f"| {r['block']} | {r['policy']} | | failed: {r['error'][:80]} |||||||||\n"
+            continue
+        ports = [v for k, v in r["paths"].items() if k != "clk"]
+        worst_port = min(ports, key=lambda v: v["slack_ps"]) if ports else None
+        kinds = ", ".join(k.replace("fakeram7_", "") for k in r["macro_kinds"])
+        table += (f"| {r['block']} | {r['policy']} | {r['source']} | {r['logic_um2']:,.0f} | {r['ff_um2']:,.0f} | "
+                  f"{r['macro_um2']:,.0f} | {r['total_um2']:,.0f} | {r['ffs']:,} | {r['macros']}"
+                  f"{f' ({kinds})' if kinds else ''} | {r['reg2reg_fmax_mhz']} | {r['fmax_mhz']} | "
+                  f"{_fmt_path(r['paths'].get('clk'))} | {_fmt_path(worst_port)} |\n")
+    whole = next((r for r in rows if r["block"] == "unit_tmem" and "error" not in r), None)
+    summary = ""
+    if whole:
+        logic = whole["logic_um2"] + whole["ff_um2"]
+        summary = (f"\nThe whole unit (shared path, global port, four quadrants): logic and flip-flops "
+                   f"{logic:,.0f} um^2 against {whole['macro_um2']:,.0f} um^2 of SRAM macros, "
+                   f"a ratio of {logic / whole['macro_um2']:.2f} (goal: at most 0.25); "
+                   f"{whole['fmax_mhz']} MHz with its ports (goal: 2,000).\n")
+    return head + table + summary
+
+
+FLOWS = ("fpga", "asic")
+
+
+def _task(flow: str, name: str, policy: str, opts: dict) -> dict:
+    """One block of one flow, in a worker process; its lines are prefixed with the block."""
+    t0 = time.perf_counter()
+
+    def say(text):
+        print(f"[{flow} {name} {policy}] {text.strip()} [{time.perf_counter() - t0:.0f} s]", flush=True)
+    if flow == "asic":
+        return asic_synth(name, policy, opts["period_ps"], say=say)
+    return synth(name, blocks(policy)[name], policy, opts["pnr"], opts["pnr_timeout"], opts["router"],
+                 opts["mux_cover"], opts["seeds"], route=not name.startswith("unit") or opts["route_units"], say=say)
+
+
+def _write(out: Path, flow: str, rows: list) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    if flow == "fpga":
+        (out / "synth.json").write_text(json.dumps(rows, indent=1))
+        (out / "synth.md").write_text("# Synthesis (ECP5 LFE5U-85F, speed 8)\n\n" + markdown(rows))
+    else:
+        order = list(ASIC_BLOCKS)
+        rows.sort(key=lambda r: (order.index(r["block"]) if r["block"] in order else len(order), r["policy"]))
+        (out / "asic.json").write_text(json.dumps(rows, indent=1))
+        (out / "asic.md").write_text(asic_markdown(rows))
+
+
+#: the FPGA flow's blocks and a rough run time (s) each, for scheduling
+FPGA_BLOCKS = {"scheduler": 90, "crossbar": 120, "decompress": 60, "shuffle": 300, "store_shuffle": 120,
+               "fetch": 900, "unit": 1000, "tmem_quadrant": 400, "tmem_quadrant_1bank": 900, "unit_tmem": 1200}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--flows", nargs="*", default=list(FLOWS), choices=FLOWS)
     ap.add_argument("--blocks", nargs="*",
-                    default=["scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "unit",
-                             "tmem_quadrant", "tmem_quadrant_1bank", "unit_tmem"])
+                    help="blocks to run (default: every block of each flow; a block a flow does not "
+                         f"have is skipped there). FPGA: {' '.join(FPGA_BLOCKS)}; ASIC: {' '.join(ASIC_BLOCKS)}")
+    ap.add_argument("--jobs", type=int, default=2, help="blocks synthesized at once")
+    ap.add_argument("--period-ps", type=int, default=asic.DEFAULT_PERIOD_PS,
+                    help="the ASIC clock goal (default: 500 ps, 2 GHz)")
     ap.add_argument("--policies", nargs="*", default=["h200"],
                     help="scheduling policies (default h200; the packed blocks are far larger and "
                          "take about an hour more)")
@@ -294,32 +419,49 @@ def main(argv=None) -> int:
                     help="map with synth_ecp5 alone (no multiplexer cover), as other flows do")
     ap.add_argument("--out", default=str(ROOT / "reports"))
     ap.add_argument("--append", action="store_true",
-                    help="keep the other rows of an existing OUT/synth.json (replace same block and policy)")
+                    help="keep the other rows of existing reports (replace same block and policy)")
     args = ap.parse_args(argv)
-    rows = []
-    old = Path(args.out) / "synth.json"
-    if args.append and old.exists():
-        rows = json.loads(old.read_text())
-    todo = [(name, policy) for name in args.blocks
-            for policy in (args.policies if name in PER_POLICY else args.policies[:1])]
-    t0 = time.perf_counter()
-
-    def say(text):
-        print(f"{text} [{time.perf_counter() - t0:.0f} s so far]", flush=True)
-    for k, (name, policy) in enumerate(todo, 1):
-        say(f"[{k}/{len(todo)}] {name} ({policy})")
-        r = synth(name, blocks(policy)[name], policy, not args.no_pnr, args.pnr_timeout, args.router,
-                  not args.plain, args.seeds or (1,),
-                  route=not name.startswith("unit") or args.route_units, say=say)
-        rows = [x for x in rows if (x["block"], x["policy"], x.get("mapping", "synth_ecp5"))
-                != (name, policy, r["mapping"])] + [r]
-        say(f"  {json.dumps(r)}")
+    os.chdir(ROOT)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "synth.json").write_text(json.dumps(rows, indent=1))
-    (out / "synth.md").write_text("# Synthesis (ECP5 LFE5U-85F, speed 8)\n\n" + markdown(rows))
-    print(markdown(rows))
-    return 0
+    rows = {flow: [] for flow in FLOWS}
+    for flow, file in (("fpga", "synth.json"), ("asic", "asic.json")):
+        if args.append and (out / file).exists():
+            rows[flow] = json.loads((out / file).read_text())
+    todo = []
+    for flow, known in (("fpga", FPGA_BLOCKS), ("asic", ASIC_BLOCKS)):
+        if flow in args.flows:
+            todo += [(flow, name, policy) for name in (args.blocks or known) if name in known
+                     for policy in (args.policies if name in PER_POLICY else args.policies[:1])]
+    if not todo:
+        ap.error("no block of the flows asked for")
+    # the longest first, so that the two workers finish together
+    todo.sort(key=lambda t: -(FPGA_BLOCKS if t[0] == "fpga" else ASIC_BLOCKS)[t[1]])
+    opts = {"period_ps": args.period_ps, "pnr": not args.no_pnr, "pnr_timeout": args.pnr_timeout,
+            "router": args.router, "mux_cover": not args.plain, "seeds": args.seeds or (1,),
+            "route_units": args.route_units}
+    t0, failed = time.perf_counter(), 0
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        running = {pool.submit(_task, *t, opts): t for t in todo}
+        for done in as_completed(running):
+            flow, name, policy = running[done]
+            try:
+                r = done.result()
+            except Exception as e:      # a block that fails is reported; the others go on
+                failed += 1
+                r = {"block": name, "policy": policy, "error": str(e), "mapping": "failed"}
+                if flow == "fpga":
+                    r.update({k: None for k in ("generic_cells", "lut4", "ff", "pfumx", "l6mux", "ccu2", "bram",
+                                                 "depth")})
+            key = (lambda x: (x["block"], x["policy"], x.get("mapping"))) if flow == "fpga" else \
+                (lambda x: (x["block"], x["policy"]))
+            rows[flow] = [x for x in rows[flow] if key(x) != key(r)] + [r]
+            _write(out, flow, rows[flow])
+            print(f"[{flow} {name} {policy}] done after {time.perf_counter() - t0:.0f} s: {json.dumps(r)[:400]}",
+                  flush=True)
+    for flow in args.flows:
+        if rows[flow]:
+            print((out / ("synth.md" if flow == "fpga" else "asic.md")).read_text())
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

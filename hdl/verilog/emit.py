@@ -19,6 +19,10 @@ from pathlib import Path
 
 import tensorlsu.sim
 from amaranth.back import rtlil
+from amaranth.hdl import Value, _ir
+from amaranth.lib import wiring
+
+from .memories import memory_library, memory_techmap, sram_modules, sram_shapes
 
 __all__ = ["verilog_text", "yosys_command"]
 
@@ -59,16 +63,35 @@ def verilog_text(dut, name: str) -> str:
     return text
 
 
+def _ports(dut) -> dict:
+    """The component's ports by flattened member name, as ``rtlil.convert`` names them."""
+    ports = {}
+    for path, member, value in dut.signature.flatten(dut):
+        direction = _ir.PortDirection.Input if member.flow == wiring.In else _ir.PortDirection.Output
+        ports["__".join(map(str, path))] = (Value.cast(value), direction)
+    return ports
+
+
 def _convert(dut, name: str) -> str:
-    il = rtlil.convert(dut, name=name, emit_src=False)
+    fragment = _ir.Fragment.get(dut, None)
+    shapes = sram_shapes(fragment)
+    il, _ = rtlil.convert_fragment(fragment, _ports(dut), name, emit_src=False)
     # YoWASP tools see a private /tmp: work in a folder below the current one.
     Path("build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir="build") as d:
         (Path(d) / "in.il").write_text(il)
-        script = ("read_rtlil in.il; proc; memory_collect; pmuxtree; opt_clean; "
-                  "write_verilog -noattr out.v")
+        (Path(d) / "srams.txt").write_text(memory_library(shapes))
+        (Path(d) / "srams_map.v").write_text(memory_techmap(shapes))
+        # every memory written to becomes its SRAM module (memories.py); one that does not fit fails
+        # here. Tables read only (ROMs, which `proc` makes of constant case statements) stay arrays.
+        srams = ("setparam -set COLLISION_X_MASK 3 t:$memrd_v2; " if shapes else "")
+        srams += "memory_collect; "
+        srams += ("memory_libmap -lib srams.txt; techmap -map srams_map.v; "
+                  "select -assert-none t:$mem_v2 r:WR_PORTS>0 %i; " if shapes else "")
+        script = f"read_rtlil in.il; proc; {srams}pmuxtree; opt_clean; write_verilog -noattr out.v"
         r = subprocess.run(yosys_command() + ["-q", "-p", script], cwd=d, capture_output=True,
                            text=True)
         if r.returncode:
             raise RuntimeError(f"yosys failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
-        return (Path(d) / "out.v").read_text()
+        text = (Path(d) / "out.v").read_text()
+    return text + ("\n" + sram_modules(shapes) if shapes else "")

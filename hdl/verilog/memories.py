@@ -1,0 +1,137 @@
+"""The unit's memories as named SRAM modules in the emitted Verilog.
+
+Each memory of the design (a shared-memory bank quad, a Tensor Memory bank) leaves the emitter
+as an instance of a module named for its shape, ``tensorlsu_sram_{sp|dp}_{depth}x{width}`` with
+``_be{bits}`` where a write enable covers ``bits`` of the word: ``sp`` has one port, ``dp`` two,
+and each port reads or writes one word a cycle at one address. The module's body is a
+behavioural model in the form synthesis tools infer RAMs from; an integrator replaces it with
+an SRAM macro (or a wrapper around one) of the same ports:
+
+    clk
+    {a,b}_re     read this cycle: the word is on {a,b}_rdata after the edge, held until the
+                 port's next read
+    {a,b}_we     write enables, one per ``bits`` (a port that writes does not read)
+    {a,b}_addr, {a,b}_wdata, {a,b}_rdata
+
+What one port reads while the other writes the same word is undefined (the unit never does
+it). Contents start at zero in simulation only; the unit does not rely on them in silicon
+(docs/ports.md).
+
+Yosys finds the ports: ``memory_libmap`` with a library of exactly these shapes, so a memory
+whose ports do not fit one (a read and a write at different addresses on one port) fails the
+emission rather than leaving as flip-flops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Shape, _ir, _mem
+from amaranth.utils import ceil_log2
+
+__all__ = ["SramShape", "sram_shapes", "memory_library", "memory_techmap", "sram_modules"]
+
+
+@dataclass(frozen=True, order=True)
+class SramShape:
+    """A memory of ``depth`` words of ``width`` bits with ``ports`` read-or-write ports and a
+    write enable per ``granule`` bits."""
+    ports: int
+    depth: int
+    width: int
+    granule: int
+
+    @property
+    def name(self) -> str:
+        kind = "sp" if self.ports == 1 else "dp"
+        be = f"_be{self.granule}" if self.granule < self.width else ""
+        return f"tensorlsu_sram_{kind}_{self.depth}x{self.width}{be}"
+
+    @property
+    def abits(self) -> int:
+        return max(1, ceil_log2(self.depth))
+
+    @property
+    def enables(self) -> int:
+        return self.width // self.granule
+
+    @property
+    def port_names(self) -> str:
+        return "ab"[:self.ports]
+
+
+def _memories(fragment):
+    if isinstance(fragment, _mem.MemoryInstance):
+        yield fragment
+    for sub, _name, _src in fragment.subfragments:
+        yield from _memories(sub)
+
+
+def sram_shapes(fragment: _ir.Fragment) -> list[SramShape]:
+    """The shapes of the memories in an elaborated design."""
+    found = set()
+    for mem in _memories(fragment):
+        width = Shape.cast(mem._data.shape).width
+        granules = {w._granularity for w in mem._write_ports} or {width}
+        if len(granules) != 1:
+            raise ValueError(f"a memory of {mem._data.depth} x {width} bits has write ports of "
+                             f"different granularities {sorted(granules)}: no SRAM module fits it")
+        ports = max(len(mem._read_ports), len(mem._write_ports))
+        found.add(SramShape(ports, mem._data.depth, width, granules.pop()))
+    return sorted(found)
+
+
+def memory_library(shapes: list[SramShape]) -> str:
+    """``memory_libmap``'s description of the modules: each port reads or writes at one
+    address, a read enable, no read while writing (``no_change``)."""
+    out = []
+    for s in shapes:
+        names = " ".join(f'"{p.upper()}"' for p in s.port_names)
+        byte = f"  byte {s.granule};\n" if s.granule < s.width else ""
+        out.append(f"ram block $__{s.name.upper()}_ {{\n  abits {s.abits};\n  width {s.width};\n{byte}"
+                   f"  cost 1;\n  init zero;\n  port srsw {names} {{\n    clock posedge \"C\";\n    rden;\n"
+                   f"    rdwr no_change;\n  }}\n}}\n")
+    return "".join(out)
+
+
+def memory_techmap(shapes: list[SramShape]) -> str:
+    """Verilog for ``techmap``: each ``memory_libmap`` cell becomes an instance of its module."""
+    out = []
+    for s in shapes:
+        ports = [p.upper() for p in s.port_names]
+        args = ", ".join(f"PORT_{p}_{n}" for p in ports for n in ("CLK", "RD_EN", "ADDR", "WR_DATA", "WR_EN",
+                                                                  "RD_DATA"))
+        decl = "".join(f"  input PORT_{p}_CLK, PORT_{p}_RD_EN;\n  input [{s.abits - 1}:0] PORT_{p}_ADDR;\n"
+                       f"  input [{s.width - 1}:0] PORT_{p}_WR_DATA;\n  input [{s.enables - 1}:0] PORT_{p}_WR_EN;\n"
+                       f"  output [{s.width - 1}:0] PORT_{p}_RD_DATA;\n" for p in ports)
+        conn = ",\n".join(f"    .{p.lower()}_re(PORT_{p}_RD_EN), .{p.lower()}_we(PORT_{p}_WR_EN), "
+                          f".{p.lower()}_addr(PORT_{p}_ADDR), .{p.lower()}_wdata(PORT_{p}_WR_DATA), "
+                          f".{p.lower()}_rdata(PORT_{p}_RD_DATA)" for p in ports)
+        out.append(f"module \\$__{s.name.upper()}_ (CLK_C, {args});\n  parameter INIT = 0;\n  input CLK_C;\n"
+                   f"{decl}  {s.name} _TECHMAP_REPLACE_ (\n    .clk(CLK_C),\n{conn});\nendmodule\n")
+    return "".join(out)
+
+
+def sram_modules(shapes: list[SramShape]) -> str:
+    """The behavioural modules, in the form synthesis tools infer RAMs from."""
+    out = []
+    for s in shapes:
+        e, g, a, w = s.enables, s.granule, s.abits, s.width
+        ios = ",\n".join(f"  input {p}_re,\n  input [{e - 1}:0] {p}_we,\n  input [{a - 1}:0] {p}_addr,\n"
+                         f"  input [{w - 1}:0] {p}_wdata,\n  output reg [{w - 1}:0] {p}_rdata"
+                         for p in s.port_names)
+        blocks = "".join(
+            f"  always @(posedge clk) begin\n"
+            f"    for ({p}_i = 0; {p}_i < {e}; {p}_i = {p}_i + 1)\n"
+            f"      if ({p}_we[{p}_i]) mem[{p}_addr][{p}_i * {g} +: {g}] <= {p}_wdata[{p}_i * {g} +: {g}];\n"
+            f"    if ({p}_re && !(|{p}_we)) {p}_rdata <= mem[{p}_addr];\n  end\n" for p in s.port_names)
+        init = "".join(f" {p}_rdata = 0;" for p in s.port_names)
+        out.append(
+            f"// {s.depth} words of {w} bits, {s.ports} read-or-write port(s), a write enable per {g} bits\n"
+            f"module {s.name} (\n  input clk,\n{ios});\n"
+            f"  reg [{w - 1}:0] mem [0:{s.depth - 1}];\n"
+            f"  integer {', '.join(f'{p}_i' for p in s.port_names)};\n"
+            f"`ifndef SYNTHESIS\n  integer k;\n"
+            f"  initial begin for (k = 0; k < {s.depth}; k = k + 1) mem[k] = 0;{init} end\n`endif\n"
+            f"{blocks}endmodule\n")
+    return "\n".join(out)

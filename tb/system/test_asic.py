@@ -1,0 +1,119 @@
+"""The ASIC flow (synth/asic.py): a short run in every test suite, the memories on SRAM macros
+from RTLIL and from the emitted Verilog, and the netlist steps around the tools."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from amaranth.back import rtlil
+from conftest import ROOT
+from tensorlsu.hdl.params import Params, TmemParams
+from tensorlsu.hdl.smem.banks import SharedBanks
+from tensorlsu.hdl.tmem.banks import TmemBanks
+from tensorlsu.hdl.verilog.emit import verilog_text
+
+sys.path.insert(0, str(ROOT / "synth"))
+import asic  # noqa: E402
+
+
+def test_asic_smoke(tmp_path):
+    """The decompressor maps onto ASAP7 cells and OpenSTA times it: area by kind, a named
+    register-to-register path, and the Fmax it gives."""
+    r = subprocess.run([sys.executable, "synth/run.py", "--flows", "asic", "--blocks", "decompress",
+                        "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [row] = json.loads((tmp_path / "asic.json").read_text())
+    assert row["logic_um2"] > 10 and row["ff_um2"] > 10 and row["macros"] == 0
+    # the wrapper's input and output registers: one per port bit (decompress: 8 + 8 + 128 + ...)
+    assert row["ffs"] > 150
+    reg = row["paths"]["clk"]
+    assert reg["start"].endswith("_reg") and reg["end"].endswith("_reg") and reg["cells"] >= 3
+    # a few gates between registers: far above 2 GHz, far below what a single gate would give
+    assert 2000 < row["reg2reg_fmax_mhz"] < 20000
+    text = (tmp_path / "asic.md").read_text()
+    assert "no placement, no wires" in text and "| decompress | h200 | RTLIL |" in text
+
+
+@pytest.mark.parametrize("verilog", [False, True], ids=["rtlil", "emitted-verilog"])
+def test_shared_memory_lands_on_macros(verilog):
+    """The shared-memory banks (8 quads of 128 lines x 128 bits) become SRAM macros, not flip-flops,
+    whether Yosys reads Amaranth's RTLIL or the emitted Verilog (its SRAM modules)."""
+    dut = SharedBanks(Params())
+    source = verilog_text(dut, "top") if verilog else rtlil.convert(dut, name="top")
+    # (the YoWASP tools see a private /tmp: the work folder is under build/)
+    work = ROOT / "build" / "test_asic" / ("banks_v" if verilog else "banks_il")
+    row = asic.run("banks", source, work, verilog=verilog, say=lambda _: None)
+    bits = 8 * 128 * 128
+    assert row["macros"] >= 8
+    assert sum(asic_bits(k) for k in row["macro_kinds"]) > 0
+    # the banks hold 128 kbit; what is left in flip-flops is the dump state, not the memory
+    assert row["ffs"] < 64 < bits
+
+
+def asic_bits(kind: str) -> int:
+    depth, width = kind.rsplit("_", 1)[1].split("x")
+    return int(depth) * int(width)
+
+
+def test_emitted_verilog_names_each_memory_by_shape():
+    """Each memory leaves the emitter as an SRAM module named for its shape, with its ports; no
+    memory written to is left as an array of the design's modules."""
+    text = verilog_text(TmemBanks(TmemParams(64)), "tmem_banks")
+    assert text.count("tensorlsu_sram_dp_32x1024_be32 ") == 2 + 1     # two instances, one module
+    module = text[text.index("module tensorlsu_sram_dp_32x1024_be32"):]
+    for port in ("a_re", "a_we", "a_addr", "a_wdata", "a_rdata", "b_re", "b_we", "b_addr", "b_wdata", "b_rdata"):
+        assert port in module
+    assert "input [31:0] a_we" in module and "input [4:0] a_addr" in module
+    design = text[:text.index("module tensorlsu_sram_dp_32x1024_be32")]
+    assert "reg [1023:0]" not in design
+
+
+def _fanout(mod: dict) -> dict:
+    sinks = {}
+    for cell in mod["cells"].values():
+        for pin, bits in cell["connections"].items():
+            if cell["port_directions"][pin] == "input":
+                for b in bits:
+                    sinks[b] = sinks.get(b, 0) + 1
+    return sinks
+
+
+def test_buffer_trees_bound_every_fanout():
+    """A net with 150 sinks gets a tree of buffers: no net then drives more than MAX_FANOUT
+    inputs, and every sink is still reached from the original driver."""
+    inv = {"type": "INVx2_ASAP7_75t_R", "port_directions": {"A": "input", "Y": "output"}}
+    cells = {"drv": dict(inv, connections={"A": [2], "Y": [3]})}
+    for k in range(150):
+        cells[f"s{k}"] = dict(inv, connections={"A": [3], "Y": [10 + k]})
+    netlist = {"modules": {"top": {"ports": {}, "cells": cells,
+                                   "netnames": {"n": {"hide_name": 0, "bits": list(range(2, 160))}}}}}
+    added = asic.buffer_fanout(netlist)
+    mod = netlist["modules"]["top"]
+    assert max(_fanout(mod).values()) <= asic.MAX_FANOUT
+    assert added == 13 + 2      # 150 sinks: 13 buffers, then 2 above them
+    driven = {}
+    for name, cell in mod["cells"].items():
+        driven.setdefault(cell["connections"]["A"][0], []).append(name)
+    reached, todo = set(), [3]
+    while todo:
+        for name in driven.get(todo.pop(), []):
+            reached.add(name)
+            if name.startswith("fanout_buf"):
+                todo.append(mod["cells"][name]["connections"]["Y"][0])
+    assert {f"s{k}" for k in range(150)} <= reached
+
+
+def test_memory_library_describes_each_macro():
+    """The memory_libmap library and the techmap agree with the macro files: one entry per macro,
+    its address bits and width, the cost its area; dual ports A and B on one clock."""
+    ms = asic.macros()
+    assert {(m.ports, m.depth, m.width) for m in ms} >= {(2, 256, 64), (1, 2048, 64), (2, 512, 128)}
+    lib, tm = asic.memory_library(ms), asic.macro_techmap(ms)
+    dp = next(m for m in ms if m.name == "fakeram7_dp_256x64")
+    assert dp.area == pytest.approx(989.52)
+    entry = lib[lib.index(dp.techmap_cell):].split("}\n}")[0]
+    assert "abits 8;" in entry and "width 64;" in entry and "cost 990;" in entry and 'port srsw "A" "B"' in entry
+    assert "rden;" in entry and "rdwr no_change;" in entry
+    body = tm[tm.index(f"module \\{dp.techmap_cell}"):].split("endmodule")[0]
+    assert ".addr_in_B(PORT_B_ADDR)" in body and ".ce_in(PORT_A_RD_EN | (|PORT_A_WR_EN) | PORT_B_RD_EN | (|PORT_B_WR_EN))" in body
