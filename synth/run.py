@@ -307,13 +307,15 @@ def asic_synth(name: str, policy: str, period_ps: int, say=print) -> dict:
     """The ASIC flow (synth/asic.py) on one block of :func:`asic_blocks`."""
     work = ROOT / "build" / "asic" / f"{name}_{policy}"
     dut = asic_blocks(policy)[name]()
+    # the quadrants stay modules of their own (ABC maps one at a time)
+    keep = "top.tmem?" if name in ("unit_tmem", "unit_verilog") else None
     if name == "unit_verilog":
-        row = asic.run(name, verilog_text(dut, "top"), work, period_ps, verilog=True, say=say)
+        row = asic.run(name, verilog_text(dut, "top"), work, period_ps, verilog=True, keep=keep, say=say)
     else:
         if not name.startswith("unit"):
             dut = Registered(dut)
         il = rtlil.convert(dut, name="top", ports=getattr(dut, "ports", None))
-        row = asic.run(name, il, work, period_ps, say=say)
+        row = asic.run(name, il, work, period_ps, keep=keep, say=say)
     return {**row, "policy": policy}
 
 
