@@ -89,8 +89,9 @@ def memory_library(ms: list[Macro]) -> str:
     read enable, and does not read while it writes (``no_change``): the form of the unit's
     memories, so that nothing is built around the macros. fakeram7's dual-port model has one
     chip enable for both ports; a compiled dual-port SRAM has one per port, which is what the
-    flow assumes (the techmap drives the model's one enable from both ports' reads and writes). The macros' contents are undefined at power-up:
-    the unit's memories start at zero only in simulation (``init zero`` lets them map)."""
+    flow assumes (the techmap drives the model's one enable from both ports' reads and
+    writes). The macros' contents are undefined at power-up: the unit's memories start at zero
+    only in simulation (``init zero`` lets them map)."""
     out = []
     for m in ms:
         names = " ".join(f'"{p}"' for p in "AB"[:m.ports])
