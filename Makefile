@@ -69,7 +69,8 @@ capture:
 # Both synthesis reports, h200 policy, two blocks at a time: ECP5 (Yosys + nextpnr-ecp5, every
 # block routed, the whole unit placed) in reports/synth.{md,json}; ASAP7 (Yosys + fakeram7 macros
 # + OpenSTA, full size, 2 GHz goal) in reports/asic.{md,json}. One flow: SYNTH_ARGS="--flows asic".
-# The long FPGA runs: make synth SYNTH_ARGS="--policies h200 packed --seeds 1 2 3 --route-units"
+# The long FPGA runs: make synth SYNTH_ARGS="--policies h200 packed --seeds 1 2 3 --route-units";
+# the blocks that do not fit the ECP5: SYNTH_ARGS="--flows fpga --blocks tmem_quadrant unit_tmem"
 SYNTH_ARGS ?=
 synth: $(STAMP) opensta
 	$(PY) synth/run.py $(SYNTH_ARGS)
