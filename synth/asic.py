@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tensorlsu.hdl.verilog.memories import libmap_entry
+
 ROOT = Path(__file__).resolve().parent.parent
 LIB = Path(__file__).resolve().parent / "lib"
 STDCELLS = LIB / "asap7" / "asap7sc7p5t_rvt_TT.lib.gz"
@@ -92,13 +94,7 @@ def memory_library(ms: list[Macro]) -> str:
     flow assumes (the techmap drives the model's one enable from both ports' reads and
     writes). The macros' contents are undefined at power-up: the unit's memories start at zero
     only in simulation (``init zero`` lets them map)."""
-    out = []
-    for m in ms:
-        names = " ".join(f'"{p}"' for p in "AB"[:m.ports])
-        out.append(f"ram block {m.techmap_cell} {{\n  abits {m.abits};\n  width {m.width};\n  byte 1;\n"
-                   f"  cost {round(m.area)};\n  init zero;\n"
-                   f"  port srsw {names} {{\n    clock posedge \"C\";\n    rden;\n    rdwr no_change;\n  }}\n}}\n")
-    return "".join(out)
+    return "".join(libmap_entry(m.techmap_cell, m.abits, m.width, m.ports, round(m.area), byte=1) for m in ms)
 
 
 def macro_techmap(ms: list[Macro]) -> str:

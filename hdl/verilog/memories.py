@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from amaranth.hdl import Shape, _ir, _mem
 from amaranth.utils import ceil_log2
 
-__all__ = ["SramShape", "sram_shapes", "memory_library", "memory_techmap", "sram_modules"]
+__all__ = ["SramShape", "sram_shapes", "libmap_entry", "memory_library", "memory_techmap", "sram_modules"]
 
 
 @dataclass(frozen=True, order=True)
@@ -81,17 +81,21 @@ def sram_shapes(fragment: _ir.Fragment) -> list[SramShape]:
     return sorted(found)
 
 
+def libmap_entry(cell: str, abits: int, width: int, ports: int, cost: int, byte: int | None = None) -> str:
+    """One ``memory_libmap`` RAM of the form of the unit's memories: ``ports`` ports ("A", "B")
+    on one clock, each reading or writing at one address, with a read enable, not reading while
+    it writes (``no_change``); a write enable per ``byte`` bits (``None``: one per port); zero
+    contents allowed (the memories start at zero, in simulation)."""
+    names = " ".join(f'"{p}"' for p in "AB"[:ports])
+    byte_line = f"  byte {byte};\n" if byte else ""
+    return (f"ram block {cell} {{\n  abits {abits};\n  width {width};\n{byte_line}  cost {cost};\n  init zero;\n"
+            f"  port srsw {names} {{\n    clock posedge \"C\";\n    rden;\n    rdwr no_change;\n  }}\n}}\n")
+
+
 def memory_library(shapes: list[SramShape]) -> str:
-    """``memory_libmap``'s description of the modules: each port reads or writes at one
-    address, a read enable, no read while writing (``no_change``)."""
-    out = []
-    for s in shapes:
-        names = " ".join(f'"{p.upper()}"' for p in s.port_names)
-        byte = f"  byte {s.granule};\n" if s.granule < s.width else ""
-        out.append(f"ram block $__{s.name.upper()}_ {{\n  abits {s.abits};\n  width {s.width};\n{byte}"
-                   f"  cost 1;\n  init zero;\n  port srsw {names} {{\n    clock posedge \"C\";\n    rden;\n"
-                   f"    rdwr no_change;\n  }}\n}}\n")
-    return "".join(out)
+    """``memory_libmap``'s description of the modules (:func:`libmap_entry`), one per shape."""
+    return "".join(libmap_entry(f"$__{s.name.upper()}_", s.abits, s.width, s.ports, 1,
+                                s.granule if s.granule < s.width else None) for s in shapes)
 
 
 def memory_techmap(shapes: list[SramShape]) -> str:
