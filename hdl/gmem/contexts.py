@@ -64,6 +64,15 @@ class FetchContexts(wiring.Component):
         addr = [[Signal(ADDR_BITS, name=f"g_c{c}_addr{s}", reset_less=True) for s in range(R)] for c in range(2)]
         rows = [[Signal(ROW_BITS, name=f"g_c{c}_row{s}", reset_less=True) for s in range(R)] for c in range(2)]
         beat_rows = [self.rdata[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // 8 // ROW_BYTES)]
+        # a beat belongs to one context: each slot selects its row and compares its line once,
+        # with the beat's context's address, and only that context's registers take it
+        beat_addr = [Signal(ADDR_BITS, name=f"g_beat_addr{s}") for s in range(R)]
+        beat_row = [Signal(ROW_BITS, name=f"g_beat_row{s}") for s in range(R)]
+        in_beat = Signal(R, name="g_in_beat")
+        for s in range(R):
+            m.d.comb += [beat_addr[s].eq(Mux(self.beat_ctx, addr[1][s], addr[0][s])),
+                         beat_row[s].eq(mux_tree(beat_addr[s][4:lb], beat_rows) if lb > 4 else beat_rows[0]),
+                         in_beat[s].eq(beat_addr[s][lb:] == self.beat_line)]
         for c in range(2):
             used, pending, got, err = self.used[c], self.pending[c], self.got[c], self.err[c]
             m.d.comb += [self.line[c][s].eq(addr[c][s][lb:]) for s in range(R)]
@@ -71,10 +80,10 @@ class FetchContexts(wiring.Component):
             m.d.comb += [self.rows[c][s].eq(rows[c][s]) for s in range(R)]
             beat = self.r_fire & (self.beat_ctx == c)
             hit = Signal(R, name=f"g_c{c}_hit")
-            m.d.comb += hit.eq(Cat(*[beat & used[s] & (self.line[c][s] == self.beat_line) for s in range(R)]))
+            m.d.comb += hit.eq(beat.replicate(R) & used & in_beat)
             for s in range(R):
                 with m.If(hit[s]):
-                    m.d.sync += rows[c][s].eq(mux_tree(addr[c][s][4:lb], beat_rows) if lb > 4 else beat_rows[0])
+                    m.d.sync += rows[c][s].eq(beat_row[s])
             with m.If(beat & (self.rresp >= AxiResp.SLVERR) & (err == Error.NONE)):
                 m.d.sync += err.eq(Mux(self.rresp == AxiResp.DECERR, Error.DECERR, Error.SLVERR))
             m.d.sync += [pending.eq(Mux(self.ar & (self.sel_ctx == c), pending & ~self.covered, pending)),

@@ -78,22 +78,27 @@ class FetchRequests(wiring.Component):
         sel_valid, sel_ctx, req_line = Signal(name="g_sel_valid"), self.sel_ctx, Signal(lw, name="g_sel_line")
         req_pending = Signal(R, name="g_req_pending")
         m.d.comb += req_pending.eq(Mux(sel_ctx, pending[1], pending[0]))
-        req_lines = [Mux(sel_ctx, line[1][s], line[0][s]) for s in range(R)]
-        # line j of the burst holds a slot not yet requested, and is on the first one's page
+        # each slot's distance in lines from the burst's first (mod the line space): one
+        # subtraction a slot, then only small comparisons; line j of the burst holds a slot not
+        # yet requested, and is on the first one's page
+        near_bits = (p.axi_burst - 1).bit_length()
+        dist = [Signal(lw, name=f"g_dist{s}") for s in range(R)]
+        near = Signal(R, name="g_near")             # pending, and within a burst's reach
+        for s in range(R):
+            m.d.comb += [dist[s].eq(Mux(sel_ctx, line[1][s], line[0][s]) - req_line),
+                         near[s].eq(req_pending[s] & (dist[s][near_bits:] == 0))]
         holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
         pb = (page_lines - 1).bit_length()
         for j in range(p.axi_burst):
             same_page = C(1, 1) if j == 0 else ((req_line + j)[pb:] == req_line[pb:])
-            m.d.comb += holds[j].eq(same_page & Cat(*[req_pending[s] & (req_lines[s] == (req_line + j)[:lw])
-                                                      for s in range(R)]).any())
+            m.d.comb += holds[j].eq(same_page & Cat(*[near[s] & (dist[s][:near_bits] == j) for s in range(R)]).any())
         beats = Signal(range(p.axi_burst + 1), name="g_req_beats")   # leading run of `holds`
         run = C(1, 1)
         for j in range(p.axi_burst):
             run = run & holds[j]
             with m.If(run):
                 m.d.comb += beats.eq(j + 1)
-        m.d.comb += self.covered.eq(Cat(*[req_pending[s] & ((req_lines[s] - req_line)[:lw] < beats)
-                                          for s in range(R)]))
+        m.d.comb += self.covered.eq(Cat(*[near[s] & (dist[s][:near_bits] < beats) for s in range(R)]))
         self._ids(m, sel_valid, req_line, beats, lb)
         with m.If(self.ar):
             m.d.sync += sel_valid.eq(0)
