@@ -78,17 +78,18 @@ class FetchRequests(wiring.Component):
         sel_valid, sel_ctx, req_line = Signal(name="g_sel_valid"), self.sel_ctx, Signal(lw, name="g_sel_line")
         req_pending = Signal(R, name="g_req_pending")
         m.d.comb += req_pending.eq(Mux(sel_ctx, pending[1], pending[0]))
-        # each slot's distance in lines from the burst's first (mod the line space): one
-        # subtraction a slot, then only small comparisons; line j of the burst holds a slot not
-        # yet requested, and is on the first one's page
-        near_bits = (p.axi_burst - 1).bit_length()
-        dist = [Signal(lw, name=f"g_dist{s}") for s in range(R)]
-        near = Signal(R, name="g_near")             # pending, and within a burst's reach
-        for s in range(R):
-            m.d.comb += [dist[s].eq(Mux(sel_ctx, line[1][s], line[0][s]) - req_line),
-                         near[s].eq(req_pending[s] & (dist[s][near_bits:] == 0))]
-        holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
+        # each slot's distance in lines from the burst's first: a burst stays on its first
+        # line's 4 KiB page, so only a slot on that page can be in it, and the distance is a
+        # subtraction of the lines' places in the page (short, off the slot's whole line)
         pb = (page_lines - 1).bit_length()
+        near_bits = (p.axi_burst - 1).bit_length()
+        dist = [Signal(pb + 1, name=f"g_dist{s}") for s in range(R)]
+        near = Signal(R, name="g_near")             # pending, on the page, within a burst's reach
+        for s in range(R):
+            slot_line = Mux(sel_ctx, line[1][s], line[0][s])
+            m.d.comb += [dist[s].eq(slot_line[:pb] - req_line[:pb]),
+                         near[s].eq(req_pending[s] & (slot_line[pb:] == req_line[pb:]) & (dist[s][near_bits:] == 0))]
+        holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
         for j in range(p.axi_burst):
             same_page = C(1, 1) if j == 0 else ((req_line + j)[pb:] == req_line[pb:])
             m.d.comb += holds[j].eq(same_page & Cat(*[near[s] & (dist[s][:near_bits] == j) for s in range(R)]).any())
