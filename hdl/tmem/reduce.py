@@ -1,7 +1,8 @@
 """The reduction of a ``tcgen05.ld.red``: the min or max of every thread's destination
 registers, folded as the register beats leave.
 
-Latency: each ``fold`` (a register beat taken) updates the running value at the clock edge;
+Latency: each ``fold`` (a register beat taken) updates the running value at the clock edge (its
+two registers compared with the kept value and with each other at once, one comparator deep);
 ``redval`` is combinational from it, so it is whole the cycle after the last register beat.
 ``clear`` (a new instruction) starts over.
 
@@ -54,27 +55,36 @@ class TmemReduce(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         f32 = self.red_type == RedType.F32
+
+        def better(new_key, old_key):
+            # equal keys are equal values, so taking either is the same
+            return (new_key < old_key) ^ self.red_max
         for t in range(LANES):
             best = Signal(32, name=f"best{t}")      # the value kept so far
             seen = Signal(name=f"seen{t}")          # a non-NaN value was kept
             nan_in = Signal(name=f"nan_in{t}")      # a NaN input was seen
-            cur = (best, seen, nan_in)
+            # the two inputs against the kept value and against each other, all at once (not
+            # one fold after the other): one comparator deep
+            mags, keys, ok, nan_now = [], [], [], []
             for j in (0, 1):
                 val = self.beat[j][t]
                 mag = Signal(32, name=f"in{t}_{j}")
                 m.d.comb += mag.eq(Mux(f32 & self.abs, val & 0x7FFFFFFF, val))
                 isnan = f32 & (mag[23:31] == 0xFF) & (mag[:23] != 0)
-                new_key = order_key(m, mag, self.red_type, f"{t}_{j}_in")
-                old_key = order_key(m, cur[0], self.red_type, f"{t}_{j}_kept")
-                # one comparator: equal keys are equal values, so taking either is the same
-                better = (new_key < old_key) ^ self.red_max
                 present = 1 if j == 0 else self.two
-                take = present & ~isnan & (~cur[1] | better)
-                nxt = (Signal(32, name=f"best{t}_{j}"), Signal(name=f"seen{t}_{j}"),
-                       Signal(name=f"nan_in{t}_{j}"))
-                m.d.comb += [nxt[0].eq(Mux(take, mag, cur[0])), nxt[1].eq(cur[1] | take),
-                             nxt[2].eq(cur[2] | (present & isnan))]
-                cur = nxt
+                mags.append(mag)
+                keys.append(order_key(m, mag, self.red_type, f"{t}_{j}_in"))
+                ok.append(present & ~isnan)
+                nan_now.append(present & isnan)
+            kept_key = order_key(m, best, self.red_type, f"{t}_kept")
+
+            take0, take1 = Signal(name=f"take{t}_0"), Signal(name=f"take{t}_1")
+            m.d.comb += [take0.eq(ok[0] & (~seen | better(keys[0], kept_key))),
+                         # the second input against what the first fold kept
+                         take1.eq(ok[1] & (~(seen | take0) | Mux(take0, better(keys[1], keys[0]),
+                                                                  better(keys[1], kept_key))))]
+            cur = (Mux(take1, mags[1], Mux(take0, mags[0], best)), seen | take0 | take1,
+                   nan_in | nan_now[0] | nan_now[1])
             with m.If(self.clear):
                 m.d.sync += [seen.eq(0), nan_in.eq(0)]
             with m.Elif(self.fold):
