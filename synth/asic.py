@@ -149,6 +149,10 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
+#: Yosys's parallel-prefix carry map, shipped with it (``+/`` is its share folder)
+CARRY_MAP = "+/choices/kogge-stone.v"
+
+
 def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bool = False,
                  keep: str | None = None) -> str:
     """The Yosys commands from ``top.il`` (or ``top.v``) to ``mapped.json`` (paths relative to
@@ -164,9 +168,11 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         "setparam -set COLLISION_X_MASK 3 t:$memrd_v2; "
         f"{read_macros}; hierarchy -top top; "
         + (f"setattr -mod -set keep_hierarchy 1 {keep}; " if keep else "") +
-        "synth -top top -flatten -noabc -run begin:fine; "
+        # multipliers Booth-encoded, and the carries of adders and comparators as a Kogge-Stone
+        # prefix tree rather than Yosys's default ripple (which ABC does not restructure)
+        "synth -top top -flatten -noabc -booth -run begin:fine; "
         "memory_libmap -lib macros.txt; techmap -map macros_map.v; "
-        "synth -top top -flatten -noabc -run fine:check; opt -full; "
+        f"synth -top top -flatten -noabc -extra-map {CARRY_MAP} -run fine:check; opt -full; "
         f"dfflibmap -liberty {stdlib} {dont}; "
         f"abc -liberty {stdlib} -D {period_ps} -constr constr.txt {dont}; "
         f"opt_clean; hilomap -singleton -hicell {' '.join(TIE_HI)} -locell {' '.join(TIE_LO)}; "
