@@ -398,7 +398,10 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
                         yosys_script(period_ps, macro_libs, stdlib.name, verilog, keep)], cwd=work,
                        capture_output=True, text=True)
     if r.returncode:
-        raise RuntimeError(f"{name}: yosys failed, see {work}/yosys.log")
+        # the WebAssembly build stops with "thrown Wasm exception" on stderr when it runs out
+        # of its 4 GiB, which the log never says
+        tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"{name}: yosys failed ({' / '.join(tail) or 'no message'}), see {work}/yosys.log")
     netlist = json.loads((work / "mapped.json").read_text())
     buffers = 0
     for module in design_modules(netlist):
