@@ -127,6 +127,7 @@ def cell_areas(liberty_text: str) -> dict[str, float]:
 
 def stdcells(build: Path) -> Path:
     """The standard-cell liberty, unzipped once into ``build``."""
+    build.mkdir(parents=True, exist_ok=True)
     lib = build / "asap7sc7p5t_rvt_TT.lib"
     if not lib.exists() or lib.stat().st_mtime < STDCELLS.stat().st_mtime:
         tmp = lib.with_suffix(".tmp")
@@ -171,6 +172,9 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # multipliers Booth-encoded, and the carries of adders and comparators as a Kogge-Stone
         # prefix tree rather than Yosys's default ripple (which ABC does not restructure)
         "synth -top top -flatten -noabc -booth -run begin:fine; "
+        # a memory shallower than the shallowest macro (the row store's eight words) is a
+        # register file of flip-flops: a macro would leave most of its words unused
+        f"memory_map t:$mem_v2 r:SIZE<{min(m.depth for m in macros())} %i; "
         "memory_libmap -lib macros.txt; techmap -map macros_map.v; "
         f"synth -top top -flatten -noabc -extra-map {CARRY_MAP} -run fine:check; opt -full; "
         f"dfflibmap -liberty {stdlib} {dont}; "

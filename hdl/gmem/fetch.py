@@ -13,6 +13,7 @@ from .axi import AxiSignature
 from .contexts import FetchContexts
 from .landing import FetchLanding
 from .requests import FetchRequests
+from .rows import FetchRows
 
 __all__ = ["GlobalFetch"]
 
@@ -76,27 +77,33 @@ class GlobalFetch(wiring.Component):
         m.submodules.requests = req = FetchRequests(p)
         m.submodules.contexts = ctx = FetchContexts(p)
         m.submodules.landing = land = FetchLanding(p)
+        m.submodules.rows = rows = FetchRows(p)
         # the served pass (context `cur`), and whether the other context holds the next one
         valid, cur, pre = Signal(name="g_valid"), Signal(name="g_cur"), Signal(name="g_pre")
         buf, start = Signal(range(ENTRIES), name="g_buf"), Signal(range(p.row_blocks), name="g_start")
         lastwin = Signal(range(p.windows), name="g_lastwin")
         r_fire = axi.rvalid & axi.rready
-        m.d.comb += [axi.rready.eq(1), axi.bready.eq(1), axi.arvalid.eq(req.arvalid), req.arready.eq(axi.arready),
-                     req.valid.eq(valid), req.cur.eq(cur), req.pre.eq(pre),
+        m.d.comb += [axi.rready.eq(rows.rready), axi.bready.eq(1), axi.arvalid.eq(req.arvalid),
+                     req.arready.eq(axi.arready), req.valid.eq(valid), req.cur.eq(cur), req.pre.eq(pre),
                      req.r_fire.eq(r_fire), req.rid.eq(axi.rid), req.rlast.eq(axi.rlast)]
         m.d.comb += [getattr(axi, k).eq(getattr(req, k)) for k in ("arid", "araddr", "arlen", "arsize", "arburst")]
-        m.d.comb += [ctx.pass_.eq(tk.pass_), ctx.r_fire.eq(r_fire), ctx.rdata.eq(axi.rdata), ctx.rresp.eq(axi.rresp),
-                     ctx.beat_line.eq(req.beat_line), ctx.beat_ctx.eq(req.beat_ctx), ctx.ar.eq(req.ar),
+        m.d.comb += [rows.rvalid.eq(axi.rvalid), rows.rdata.eq(axi.rdata), rows.rresp.eq(axi.rresp),
+                     rows.beat_line.eq(req.beat_line), rows.beat_ctx.eq(req.beat_ctx),
+                     rows.cur.eq(cur), rows.win.eq(land.win)]
+        m.d.comb += [ctx.pass_.eq(tk.pass_), ctx.filling.eq(rows.filling), ctx.filled.eq(rows.filled),
+                     ctx.fill_ctx.eq(rows.fill_ctx), ctx.fill_resp.eq(rows.fill_resp), ctx.ar.eq(req.ar),
                      ctx.sel_ctx.eq(req.sel_ctx), ctx.covered.eq(req.covered)]
         m.d.comb += [land.valid.eq(valid), land.cur.eq(cur), land.restart.eq(tk.ok), land.buf.eq(buf),
                      land.start.eq(start), land.lastwin.eq(lastwin), land.blocked.eq(self.blocked),
                      land.inflight.eq(req.inflight)]
+        m.d.comb += [land.rows[j].eq(rows.rows[j]) for j in range(p.window)]
         for c in range(2):
             m.d.comb += [req.pending[c].eq(ctx.pending[c]), land.used[c].eq(ctx.used[c]),
-                         land.pending[c].eq(ctx.pending[c]), land.got[c].eq(ctx.got[c]), land.err[c].eq(ctx.err[c])]
+                         land.pending[c].eq(ctx.pending[c]), land.got[c].eq(ctx.got[c]), land.err[c].eq(ctx.err[c]),
+                         rows.used[c].eq(ctx.used[c]), rows.got[c].eq(ctx.got[c])]
             for s in range(p.lanes):
-                m.d.comb += [req.line[c][s].eq(ctx.line[c][s]), land.rows[c][s].eq(ctx.rows[c][s]),
-                             land.upper[c][s].eq(ctx.upper[c][s])]
+                m.d.comb += [req.line[c][s].eq(ctx.line[c][s]), rows.line[c][s].eq(ctx.line[c][s]),
+                             rows.row[c][s].eq(ctx.row[c][s]), rows.upper[c][s].eq(ctx.upper[c][s])]
         wiring.connect(m, land.progress, wiring.flipped(self.progress))
         m.d.comb += [self.advance.eq(land.advance), self.busy.eq(valid), self.free.eq(~valid | land.finish)]
 

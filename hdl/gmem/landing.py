@@ -3,7 +3,7 @@ window, once all are in."""
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -19,8 +19,8 @@ __all__ = ["FetchLanding"]
 class FetchLanding(wiring.Component):
     """Landing of the served pass, prefix ``g_``: once every used slot of context ``cur`` is in
     and it has no burst in flight, its windows land one a cycle, each when the ring allows
-    (``blocked`` low), like the bank stage's (the rows of a chunk in the upper half of its row
-    with their halves swapped); after the last one the pass finishes. A refused context lands
+    (``blocked`` low), like the bank stage's, with the rows the row store read for them; after
+    the last one the pass finishes. A refused context lands
     nothing and finishes at once with its error.
 
     Latency: a window lands (``progress.land``, registered) the cycle after it is allowed;
@@ -36,9 +36,12 @@ class FetchLanding(wiring.Component):
         Its entry, first ring block and last window.
     blocked : In(1)
         The ring's go-ahead.
-    used, pending, got, err, rows, upper, inflight : In
+    used, pending, got, err, inflight : In
         The contexts (:class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`) and whether the
         served one has bursts in flight.
+    win : Out(range(windows))
+        The window to land next: the row store (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`)
+        reads it, and its rows come back on ``rows`` the next cycle, as the window lands.
     progress : Out(ProgressSignature(params))
     advance, finish : Out(1)
         The next window comes next cycle; the pass ends this cycle.
@@ -51,14 +54,14 @@ class FetchLanding(wiring.Component):
             "valid": In(1), "cur": In(1), "restart": In(1), "buf": In(range(ENTRIES)),
             "start": In(range(p.row_blocks)), "lastwin": In(range(p.windows)), "blocked": In(1),
             "used": In(R).array(2), "pending": In(R).array(2), "got": In(R).array(2), "err": In(Error).array(2),
-            "rows": In(ROW_BITS).array(2, R), "upper": In(1).array(2, R), "inflight": In(1),
+            "rows": In(ROW_BITS).array(p.window), "win": Out(range(p.windows)), "inflight": In(1),
             "progress": Out(ProgressSignature(p)), "advance": Out(1), "finish": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         p, cur = self.params, self.cur
         R, W = p.lanes, p.window
-        win = Signal(range(p.windows), name="g_win")
+        win = self.win
         used, pending, got, err = (Signal(R, name="g_used"), Signal(R, name="g_pending"),
                                    Signal(R, name="g_got"), Signal(Error, name="g_err"))
         m.d.comb += [used.eq(Mux(cur, self.used[1], self.used[0])),
@@ -75,14 +78,7 @@ class FetchLanding(wiring.Component):
         m.d.comb += win_slots.eq(mux_tree(win, [used[k * W:(k + 1) * W] for k in range(p.windows)]))
         m.d.sync += [land.slots.eq(Mux(ok, win_slots, 0)), land.win.eq(win), land.buf.eq(self.buf),
                      land.first.eq(self.start + win * (W // BLOCK))]
-        h = ROW_BITS // 2
-        for j in range(W):
-            row = mux_tree(win, [Mux(cur, self.rows[1][k * W + j], self.rows[0][k * W + j]) for k in range(p.windows)])
-            upper = mux_tree(win, [Mux(cur, self.upper[1][k * W + j], self.upper[0][k * W + j])
-                                   for k in range(p.windows)])
-            land_row = Signal(ROW_BITS, name=f"g_land_row{j}")
-            m.d.sync += land_row.eq(Mux(upper, Cat(row[h:], row[:h]), row))
-            m.d.comb += self.progress.land_rows[j].eq(land_row)
+        m.d.comb += [self.progress.land_rows[j].eq(self.rows[j]) for j in range(W)]
         m.d.comb += [self.progress.buf.eq(self.buf), self.progress.count.eq(0),
                      self.progress.finished.eq(self.finish), self.progress.error.eq(err)]
         with m.If(self.advance):

@@ -12,6 +12,7 @@ the package's sources; any change to either makes a new one.
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -94,4 +95,6 @@ def _convert(dut, name: str) -> str:
         if r.returncode:
             raise RuntimeError(f"yosys failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
         text = (Path(d) / "out.v").read_text()
-    return text + ("\n" + sram_modules(shapes) if shapes else "")
+    # of the forms a memory could take, the modules the memories took
+    used = [s for s in shapes if re.search(rf"^\s*{s.name}\s", text, re.M)]
+    return text + ("\n" + sram_modules(used) if used else "")

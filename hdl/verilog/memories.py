@@ -1,11 +1,13 @@
 """The unit's memories as named SRAM modules in the emitted Verilog.
 
-Each memory of the design (a shared-memory bank quad, a Tensor Memory bank) leaves the emitter
-as an instance of a module named for its shape, ``tensorlsu_sram_{sp|dp}_{depth}x{width}`` with
-``_be{bits}`` where a write enable covers ``bits`` of the word: ``sp`` has one port, ``dp`` two,
-and each port reads or writes one word a cycle at one address. The module's body is a
-behavioural model in the form synthesis tools infer RAMs from; an integrator replaces it with
-an SRAM macro (or a wrapper around one) of the same ports:
+Each memory of the design (a shared-memory bank quad, a Tensor Memory bank, a row store lane
+of the global fetch stage) leaves the emitter as an instance of a module named for its shape,
+``tensorlsu_sram_{sp|dp}_{depth}x{width}`` with ``_be{bits}`` where a write enable covers
+``bits`` of the word: ``sp`` has one port, ``dp`` two, and each port reads or writes one word a
+cycle at one address. A memory written at one address while it is read at another (the row
+store) is a register file, ``tensorlsu_rf_{depth}x{width}``: one write port and one read port.
+The module's body is a behavioural model in the form synthesis tools infer RAMs from; an
+integrator replaces it with an SRAM macro (or a wrapper around one) of the same ports:
 
     clk
     {a,b}_re     read this cycle: the word is on {a,b}_rdata after the edge, held until the
@@ -13,13 +15,18 @@ an SRAM macro (or a wrapper around one) of the same ports:
     {a,b}_we     write enables, one per ``bits`` (a port that writes does not read)
     {a,b}_addr, {a,b}_wdata, {a,b}_rdata
 
+and for a register file ``we``, ``waddr``, ``wdata`` (the write port) and ``re``, ``raddr``,
+``rdata`` (the read port; what it reads of the word written in the same cycle is undefined).
+
 What one port reads while the other writes the same word is undefined (the unit never does
 it). Contents start at zero in simulation only; the unit does not rely on them in silicon
 (docs/ports.md).
 
 Yosys finds the ports: ``memory_libmap`` with a library of exactly these shapes, so a memory
 whose ports do not fit one (a read and a write at different addresses on one port) fails the
-emission rather than leaving as flip-flops.
+emission rather than leaving as flip-flops. Where a memory of one read and one write port
+fits both forms, the read-or-write port wins (it is the cheaper macro), and only the modules
+used are emitted.
 """
 
 from __future__ import annotations
@@ -35,14 +42,18 @@ __all__ = ["SramShape", "sram_shapes", "libmap_entry", "memory_library", "memory
 @dataclass(frozen=True, order=True)
 class SramShape:
     """A memory of ``depth`` words of ``width`` bits with ``ports`` read-or-write ports and a
-    write enable per ``granule`` bits."""
+    write enable per ``granule`` bits; ``split``: a register file, one write port and one read
+    port at their own addresses (``ports`` 2)."""
     ports: int
     depth: int
     width: int
     granule: int
+    split: bool = False
 
     @property
     def name(self) -> str:
+        if self.split:
+            return f"tensorlsu_rf_{self.depth}x{self.width}"
         kind = "sp" if self.ports == 1 else "dp"
         be = f"_be{self.granule}" if self.granule < self.width else ""
         return f"tensorlsu_sram_{kind}_{self.depth}x{self.width}{be}"
@@ -68,7 +79,9 @@ def _memories(fragment):
 
 
 def sram_shapes(fragment: _ir.Fragment) -> list[SramShape]:
-    """The shapes of the memories in an elaborated design."""
+    """The shapes the memories of an elaborated design may take: each memory's read-or-write
+    form, and for one of a read and a write port the register file too (which one fits is
+    only known once the ports' addresses are compared, by ``memory_libmap``)."""
     found = set()
     for mem in _memories(fragment):
         width = Shape.cast(mem._data.shape).width
@@ -77,7 +90,10 @@ def sram_shapes(fragment: _ir.Fragment) -> list[SramShape]:
             raise ValueError(f"a memory of {mem._data.depth} x {width} bits has write ports of "
                              f"different granularities {sorted(granules)}: no SRAM module fits it")
         ports = max(len(mem._read_ports), len(mem._write_ports))
-        found.add(SramShape(ports, mem._data.depth, width, granules.pop()))
+        granule = granules.pop()
+        found.add(SramShape(ports, mem._data.depth, width, granule))
+        if len(mem._read_ports) == 1 and len(mem._write_ports) == 1 and granule == width:
+            found.add(SramShape(2, mem._data.depth, width, width, split=True))
     return sorted(found)
 
 
@@ -92,9 +108,19 @@ def libmap_entry(cell: str, abits: int, width: int, ports: int, cost: int, byte:
             f"  port srsw {names} {{\n    clock posedge \"C\";\n    rden;\n    rdwr no_change;\n  }}\n}}\n")
 
 
+def register_file_entry(cell: str, abits: int, width: int, cost: int) -> str:
+    """One ``memory_libmap`` RAM with a write port ("W") and a read port ("R") on one clock,
+    the read with an enable; zero contents allowed."""
+    return (f"ram block {cell} {{\n  abits {abits};\n  width {width};\n  cost {cost};\n  init zero;\n"
+            f"  port sw \"W\" {{\n    clock posedge \"C\";\n  }}\n"
+            f"  port sr \"R\" {{\n    clock posedge \"C\";\n    rden;\n  }}\n}}\n")
+
+
 def memory_library(shapes: list[SramShape]) -> str:
-    """``memory_libmap``'s description of the modules (:func:`libmap_entry`), one per shape."""
-    return "".join(libmap_entry(f"$__{s.name.upper()}_", s.abits, s.width, s.ports, 1,
+    """``memory_libmap``'s description of the modules (:func:`libmap_entry`), one per shape; a
+    register file costs more, so that a memory that fits a read-or-write port takes one."""
+    return "".join(register_file_entry(f"$__{s.name.upper()}_", s.abits, s.width, 2) if s.split else
+                   libmap_entry(f"$__{s.name.upper()}_", s.abits, s.width, s.ports, 1,
                                 s.granule if s.granule < s.width else None) for s in shapes)
 
 
@@ -102,6 +128,16 @@ def memory_techmap(shapes: list[SramShape]) -> str:
     """Verilog for ``techmap``: each ``memory_libmap`` cell becomes an instance of its module."""
     out = []
     for s in shapes:
+        if s.split:
+            a, w = s.abits, s.width
+            out.append(f"module \\$__{s.name.upper()}_ (CLK_C, PORT_W_CLK, PORT_W_ADDR, PORT_W_WR_DATA, PORT_W_WR_EN, "
+                       f"PORT_R_CLK, PORT_R_RD_EN, PORT_R_ADDR, PORT_R_RD_DATA);\n  parameter INIT = 0;\n"
+                       f"  input CLK_C, PORT_W_CLK, PORT_W_WR_EN, PORT_R_CLK, PORT_R_RD_EN;\n"
+                       f"  input [{a - 1}:0] PORT_W_ADDR, PORT_R_ADDR;\n  input [{w - 1}:0] PORT_W_WR_DATA;\n"
+                       f"  output [{w - 1}:0] PORT_R_RD_DATA;\n  {s.name} _TECHMAP_REPLACE_ (\n    .clk(CLK_C), "
+                       f".we(PORT_W_WR_EN), .waddr(PORT_W_ADDR), .wdata(PORT_W_WR_DATA),\n    .re(PORT_R_RD_EN), "
+                       f".raddr(PORT_R_ADDR), .rdata(PORT_R_RD_DATA));\nendmodule\n")
+            continue
         ports = [p.upper() for p in s.port_names]
         args = ", ".join(f"PORT_{p}_{n}" for p in ports for n in ("CLK", "RD_EN", "ADDR", "WR_DATA", "WR_EN",
                                                                   "RD_DATA"))
@@ -121,6 +157,17 @@ def sram_modules(shapes: list[SramShape]) -> str:
     out = []
     for s in shapes:
         e, g, a, w = s.enables, s.granule, s.abits, s.width
+        if s.split:
+            out.append(
+                f"// {s.depth} words of {w} bits, one write port and one read port\n"
+                f"module {s.name} (\n  input clk,\n  input we,\n  input [{a - 1}:0] waddr,\n"
+                f"  input [{w - 1}:0] wdata,\n  input re,\n  input [{a - 1}:0] raddr,\n"
+                f"  output reg [{w - 1}:0] rdata);\n  reg [{w - 1}:0] mem [0:{s.depth - 1}];\n"
+                f"`ifndef SYNTHESIS\n  integer k;\n"
+                f"  initial begin for (k = 0; k < {s.depth}; k = k + 1) mem[k] = 0; rdata = 0; end\n`endif\n"
+                f"  always @(posedge clk) begin\n    if (we) mem[waddr] <= wdata;\n"
+                f"    if (re) rdata <= mem[raddr];\n  end\nendmodule\n")
+            continue
         ios = ",\n".join(f"  input {p}_re,\n  input [{e - 1}:0] {p}_we,\n  input [{a - 1}:0] {p}_addr,\n"
                          f"  input [{w - 1}:0] {p}_wdata,\n  output reg [{w - 1}:0] {p}_rdata"
                          for p in s.port_names)

@@ -1,0 +1,120 @@
+"""The global fetch stage's row store: each read beat's rows written to the slots that wait for
+them, and the served pass's windows read out for landing."""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..lib.lowest import lowest
+from ..lib.mux import mux_tree
+from ..params import ROW_BITS, ROW_BYTES, Params
+from .axi import line_bits
+
+__all__ = ["FetchRows", "held_beat_layout"]
+
+
+def held_beat_layout(params: Params) -> data.StructLayout:
+    """A read beat as the row store holds it: its data, response, line and context."""
+    _, lw = line_bits(params)
+    return data.StructLayout({"valid": 1, "data": params.axi_data_bits, "resp": 2, "line": lw, "ctx": 1})
+
+
+class FetchRows(wiring.Component):
+    """The rows of both contexts, prefix ``g_rows_``: ``window`` memories of a word per (context,
+    window). Memory ``k`` holds lane ``k - turn·w`` (mod ``window``) of window ``w``, ``turn``
+    = ``window / windows`` (2 under h200): a window lands with one read of each memory, and the
+    chunks one beat brings are in different memories for all but a few forms and strides
+    (docs/log.md: the turn against a fixed lane).
+
+    A read beat is taken into a register (``rready`` when the register is free or its beat is
+    done this cycle), then written: every used slot of its context whose row lies in its line
+    and is not yet in takes its row (a chunk in the upper half of its row, an 8-byte line,
+    stored with its halves swapped, as it lands), one slot per memory a cycle, the lowest
+    window first. A beat whose rows go to distinct memories is done in one cycle, so the port
+    takes a beat a clock; one that feeds two slots of one memory holds the channel a cycle
+    more for each.
+
+    Latency: a beat is written the cycle after it moves; ``filled`` names the slots it fills in
+    that cycle. A window read (``win`` of context ``cur``) is on ``rows`` the next cycle.
+
+    Members
+    -------
+    rvalid, rdata, rresp, beat_line, beat_ctx : In
+        The read channel's beat, and the line and context its id names.
+    rready : Out(1)
+        The read channel's ready: the beat moves this cycle.
+    used, got : In(lanes).array(2)
+        Each context's slots, and those already in.
+    line : In(line index).array(2, lanes)
+        Each slot's data-width line; ``row``: its row in the line; ``upper``: its chunk starts
+        in the upper half of the row.
+    filled : Out(lanes)
+        The slots of context ``fill_ctx`` written this cycle; ``fill_err``: the response of the
+        beat being written, while ``filling``.
+    cur, win : In
+        The window to read for landing.
+    rows : Out(ROW_BITS).array(window)
+        The window read the cycle before.
+    """
+
+    def __init__(self, params: Params):
+        self.params = p = params
+        R = p.lanes
+        lb, lw = line_bits(p)
+        super().__init__({
+            "rvalid": In(1), "rdata": In(p.axi_data_bits), "rresp": In(2), "beat_line": In(lw), "beat_ctx": In(1),
+            "rready": Out(1),
+            "used": In(R).array(2), "got": In(R).array(2),
+            "line": In(lw).array(2, R), "row": In(max(1, lb - 4)).array(2, R), "upper": In(1).array(2, R),
+            "filling": Out(1), "filled": Out(R), "fill_ctx": Out(1), "fill_resp": Out(2),
+            "cur": In(1), "win": In(range(p.windows)),
+            "rows": Out(ROW_BITS).array(p.window)})
+
+    def elaborate(self, platform):
+        m = Module()
+        p, R, W = self.params, self.params.lanes, self.params.window
+        lb, _ = line_bits(p)
+        held = Signal(held_beat_layout(p), name="g_rows_held")
+        beat_rows = [held.data[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // 8 // ROW_BYTES)]
+        # the slots the held beat still has to fill
+        todo = Signal(R, name="g_rows_todo")
+        for s in range(R):
+            m.d.comb += todo[s].eq(held.valid & Mux(held.ctx, self.used[1][s] & ~self.got[1][s],
+                                                    self.used[0][s] & ~self.got[0][s])
+                                   & (Mux(held.ctx, self.line[1][s], self.line[0][s]) == held.line))
+        written, more = Signal(R, name="g_rows_written"), Signal(W, name="g_rows_more")
+        turn, h = W // p.windows, ROW_BITS // 2
+        read_win = Signal(range(p.windows), name="g_rows_read_win")     # the window on the read ports
+        m.d.sync += read_win.eq(self.win)
+        rdata = []
+        for k in range(W):
+            # memory k holds lane (k - turn·w) mod W of window w
+            slots = [w * W + (k - turn * w) % W for w in range(p.windows)]
+            any_, first = lowest([todo[s] for s in slots])
+            m.d.comb += [written[s].eq(any_ & (first == w)) for w, s in enumerate(slots)]
+            bits = Cat(*[todo[s] for s in slots])
+            m.d.comb += more[k].eq((bits & (bits - 1)) != 0)       # two or more
+            m.submodules[f"lane{k}"] = mem = Memory(shape=ROW_BITS, depth=2 * p.windows, init=[])
+            wr, rd = mem.write_port(), mem.read_port(transparent_for=())
+            pick = (lambda vals: mux_tree(first, vals)) if p.windows > 1 else (lambda vals: vals[0])
+            slot_row = pick([Mux(held.ctx, self.row[1][s], self.row[0][s]) for s in slots])
+            slot_upper = pick([Mux(held.ctx, self.upper[1][s], self.upper[0][s]) for s in slots])
+            row = mux_tree(slot_row, beat_rows) if len(beat_rows) > 1 else beat_rows[0]
+            m.d.comb += [wr.addr.eq(Cat(first, held.ctx) if p.windows > 1 else held.ctx),
+                         wr.data.eq(Mux(slot_upper, Cat(row[h:], row[:h]), row)), wr.en.eq(any_),
+                         rd.addr.eq(Cat(self.win, self.cur) if p.windows > 1 else self.cur)]
+            rdata.append(rd.data)
+        for j in range(W):
+            m.d.comb += self.rows[j].eq(mux_tree(read_win, [rdata[(j + turn * w) % W] for w in range(p.windows)])
+                                        if p.windows > 1 else rdata[j])
+        done = Signal(name="g_rows_done")
+        m.d.comb += [done.eq(~more.any()), self.rready.eq(~held.valid | done),
+                     self.filling.eq(held.valid), self.filled.eq(written), self.fill_ctx.eq(held.ctx),
+                     self.fill_resp.eq(held.resp)]
+        with m.If(self.rready):
+            m.d.sync += [held.valid.eq(self.rvalid), held.data.eq(self.rdata), held.resp.eq(self.rresp),
+                         held.line.eq(self.beat_line), held.ctx.eq(self.beat_ctx)]
+        return m
