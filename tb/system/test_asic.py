@@ -8,6 +8,8 @@ import sys
 import pytest
 from amaranth.back import rtlil
 from conftest import ROOT
+from tensorlsu.hdl.gmem.fetch import GlobalFetch
+from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params, TmemParams
 from tensorlsu.hdl.smem.banks import SharedBanks
 from tensorlsu.hdl.tmem.banks import TmemBanks
@@ -67,6 +69,30 @@ def test_emitted_verilog_names_each_memory_by_shape():
     assert "input [31:0] a_we" in module and "input [4:0] a_addr" in module
     design = text[:text.index("module tensorlsu_sram_dp_32x1024_be32")]
     assert "reg [1023:0]" not in design
+
+
+def test_row_store_leaves_as_register_files():
+    """The global fetch stage's row store (a memory written at one address while it is read at
+    another) leaves as register-file modules with a write and a read port, and Icarus reads
+    back what was written; the shared-memory banks of the same unit stay read-or-write SRAMs."""
+    text = verilog_text(GlobalFetch(Params(tmem_columns=0)), "fetch")
+    assert text.count("tensorlsu_rf_8x128 ") == 8 + 1      # a memory per window lane, one module
+    module = text[text.index("module tensorlsu_rf_8x128"):]
+    for port in ("we", "waddr", "wdata", "re", "raddr", "rdata"):
+        assert f" {port}" in module
+    assert "tensorlsu_sram_" not in text
+    unit = verilog_text(LoadStoreUnit(Params(tmem_columns=0)), "top")
+    assert "module tensorlsu_sram_sp_128x128 " in unit and "module tensorlsu_rf_8x128 " in unit
+    assert "module tensorlsu_rf_128x128 " not in unit      # the banks fit the read-or-write port
+
+
+def test_memories_shallower_than_any_macro_become_flip_flops():
+    """On ASAP7 the row store's eight-word memories are flip-flops (a macro of 64 words or more
+    would stay mostly unused); the flow's script says so for every memory below the shallowest
+    macro."""
+    shallowest = min(m.depth for m in asic.macros())
+    script = asic.yosys_script(500, [], "lib")
+    assert f"memory_map t:$mem_v2 r:SIZE<{shallowest} %i; memory_libmap" in script
 
 
 def _fanout(mod: dict) -> dict:

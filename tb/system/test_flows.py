@@ -40,6 +40,19 @@ def test_synthesis_smoke(tmp_path):
     assert "worst path into" in r.stdout
 
 
+def test_small_blocks_map_to_ecp5(tmp_path):
+    """The small blocks go through the whole Yosys ECP5 mapping (the multiplexer cover, ABC9)
+    with nothing failed: a tool assertion or a flow change shows here, not in a user's run."""
+    blocks = ("scheduler", "store_shuffle")
+    r = subprocess.run([sys.executable, "synth/run.py", "--flows", "fpga", "--no-pnr", "--blocks", *blocks,
+                        "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["block"]: row for row in json.loads((tmp_path / "synth.json").read_text())}
+    assert set(rows) == set(blocks)
+    for row in rows.values():
+        assert "error" not in row and row["lut4"] > 20 and row["ff"] > 0, row
+
+
 def test_synthesis_report_rows():
     """The report shows every seed a block was routed with, and says when a clock is only
     nextpnr's estimate after placement."""
