@@ -154,6 +154,15 @@ def _bin(name: str) -> str:
 CARRY_MAP = "+/choices/kogge-stone.v"
 
 
+def collisions_open(most_ports: int = 4) -> str:
+    """Yosys commands that leave what every read port returns on a collision with any write
+    port open (``RD_COLLISION_X_MASK`` all ones), for memories of up to ``most_ports`` read and
+    write ports: the mask is a bit per pair, so each count of ports gets its own width."""
+    return "".join(f"setparam -set RD_COLLISION_X_MASK {rd * wr}'b{'1' * rd * wr} "
+                   f"t:$mem_v2 r:RD_PORTS={rd} %i r:WR_PORTS={wr} %i; "
+                   for rd in range(1, most_ports + 1) for wr in range(1, most_ports + 1))
+
+
 def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bool = False,
                  keep: str | None = None) -> str:
     """The Yosys commands from ``top.il`` (or ``top.v``) to ``mapped.json`` (paths relative to
@@ -172,6 +181,10 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # multipliers Booth-encoded, and the carries of adders and comparators as a Kogge-Stone
         # prefix tree rather than Yosys's default ripple (which ABC does not restructure)
         "synth -top top -flatten -noabc -booth -run begin:fine; "
+        # the same, said once the ports are merged: from the emitted Verilog, a port's writes
+        # under 32 enables are 32 write ports until the memory passes merge them, and the
+        # mask set above does not survive that (the Tensor Memory banks went to flip-flops)
+        f"{collisions_open()}"
         # a memory shallower than the shallowest macro (the row store's eight words) is a
         # register file of flip-flops: a macro would leave most of its words unused
         f"memory_map t:$mem_v2 r:SIZE<{min(m.depth for m in macros())} %i; "
