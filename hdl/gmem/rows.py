@@ -17,7 +17,7 @@ __all__ = ["FetchRows", "held_beat_layout"]
 
 
 def held_beat_layout(params: Params) -> data.StructLayout:
-    """A read beat as the row store holds it: its data, response, line and context."""
+    """A read beat as the row store writes it: its data, response, line and context."""
     _, lw = line_bits(params)
     return data.StructLayout({"valid": 1, "data": params.axi_data_bits, "resp": 2, "line": lw, "ctx": 1})
 
@@ -29,16 +29,17 @@ class FetchRows(wiring.Component):
     chunks one beat brings are in different memories for all but a few forms and strides
     (docs/log.md: the turn against a fixed lane).
 
-    A read beat is taken into a register (``rready`` when the register is free or its beat is
-    done this cycle), then written: every used slot of its context whose row lies in its line
-    and is not yet in takes its row (a chunk in the upper half of its row, an 8-byte line,
-    stored with its halves swapped, as it lands), one slot per memory a cycle, the lowest
-    window first. A beat whose rows go to distinct memories is done in one cycle, so the port
-    takes a beat a clock; one that feeds two slots of one memory holds the channel a cycle
-    more for each.
+    A read beat is written in the cycle it moves: every used slot of its context whose row lies
+    in its line and is not yet in takes its row (a chunk in the upper half of its row, an
+    8-byte line, stored with its halves swapped, as it lands), one slot per memory a cycle, the
+    lowest window first. A beat whose rows go to distinct memories is done in that cycle, so the port
+    takes a beat a clock; one that feeds two slots of one memory is held in a register and
+    finished from there, a cycle more for each, while ``rready`` (a register's output: no path
+    from the channel's inputs to it) is low.
 
-    Latency: a beat is written the cycle after it moves; ``filled`` names the slots it fills in
-    that cycle. A window read (``win`` of context ``cur``) is on ``rows`` the next cycle.
+    Latency: a beat's rows are in the memories the cycle after it moves (``filled`` names the
+    slots it fills in that cycle), a held beat's the cycle after each further one. A window
+    read (``win`` of context ``cur``) is on ``rows`` the next cycle.
 
     Members
     -------
@@ -51,9 +52,9 @@ class FetchRows(wiring.Component):
     line : In(line index).array(2, lanes)
         Each slot's data-width line; ``row``: its row in the line; ``upper``: its chunk starts
         in the upper half of the row.
-    filled : Out(lanes)
-        The slots of context ``fill_ctx`` written this cycle; ``fill_err``: the response of the
-        beat being written, while ``filling``.
+    filling, filled, fill_ctx, fill_resp : Out
+        A beat is written this cycle (``filling``) into the slots ``filled`` of context
+        ``fill_ctx``; its response.
     cur, win : In
         The window to read for landing.
     rows : Out(ROW_BITS).array(window)
@@ -77,14 +78,17 @@ class FetchRows(wiring.Component):
         m = Module()
         p, R, W = self.params, self.params.lanes, self.params.window
         lb, _ = line_bits(p)
-        held = Signal(held_beat_layout(p), name="g_rows_held")
-        beat_rows = [held.data[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // 8 // ROW_BYTES)]
-        # the slots the held beat still has to fill
+        # the beat written this cycle: the held one, else the channel's
+        held, beat = Signal(held_beat_layout(p), name="g_rows_held"), Signal(held_beat_layout(p), name="g_rows_beat")
+        m.d.comb += beat.eq(Mux(held.valid, held, Cat(self.rvalid, self.rdata, self.rresp, self.beat_line,
+                                                        self.beat_ctx)))
+        beat_rows = [beat.data[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // 8 // ROW_BYTES)]
+        # the slots it still has to fill
         todo = Signal(R, name="g_rows_todo")
         for s in range(R):
-            m.d.comb += todo[s].eq(held.valid & Mux(held.ctx, self.used[1][s] & ~self.got[1][s],
+            m.d.comb += todo[s].eq(beat.valid & Mux(beat.ctx, self.used[1][s] & ~self.got[1][s],
                                                     self.used[0][s] & ~self.got[0][s])
-                                   & (Mux(held.ctx, self.line[1][s], self.line[0][s]) == held.line))
+                                   & (Mux(beat.ctx, self.line[1][s], self.line[0][s]) == beat.line))
         written, more = Signal(R, name="g_rows_written"), Signal(W, name="g_rows_more")
         turn, h = W // p.windows, ROW_BITS // 2
         read_win = Signal(range(p.windows), name="g_rows_read_win")     # the window on the read ports
@@ -100,10 +104,10 @@ class FetchRows(wiring.Component):
             m.submodules[f"lane{k}"] = mem = Memory(shape=ROW_BITS, depth=2 * p.windows, init=[])
             wr, rd = mem.write_port(), mem.read_port(transparent_for=())
             pick = (lambda vals: mux_tree(first, vals)) if p.windows > 1 else (lambda vals: vals[0])
-            slot_row = pick([Mux(held.ctx, self.row[1][s], self.row[0][s]) for s in slots])
-            slot_upper = pick([Mux(held.ctx, self.upper[1][s], self.upper[0][s]) for s in slots])
+            slot_row = pick([Mux(beat.ctx, self.row[1][s], self.row[0][s]) for s in slots])
+            slot_upper = pick([Mux(beat.ctx, self.upper[1][s], self.upper[0][s]) for s in slots])
             row = mux_tree(slot_row, beat_rows) if len(beat_rows) > 1 else beat_rows[0]
-            m.d.comb += [wr.addr.eq(Cat(first, held.ctx) if p.windows > 1 else held.ctx),
+            m.d.comb += [wr.addr.eq(Cat(first, beat.ctx) if p.windows > 1 else beat.ctx),
                          wr.data.eq(Mux(slot_upper, Cat(row[h:], row[:h]), row)), wr.en.eq(any_),
                          rd.addr.eq(Cat(self.win, self.cur) if p.windows > 1 else self.cur)]
             rdata.append(rd.data)
@@ -111,10 +115,10 @@ class FetchRows(wiring.Component):
             m.d.comb += self.rows[j].eq(mux_tree(read_win, [rdata[(j + turn * w) % W] for w in range(p.windows)])
                                         if p.windows > 1 else rdata[j])
         done = Signal(name="g_rows_done")
-        m.d.comb += [done.eq(~more.any()), self.rready.eq(~held.valid | done),
-                     self.filling.eq(held.valid), self.filled.eq(written), self.fill_ctx.eq(held.ctx),
-                     self.fill_resp.eq(held.resp)]
-        with m.If(self.rready):
-            m.d.sync += [held.valid.eq(self.rvalid), held.data.eq(self.rdata), held.resp.eq(self.rresp),
-                         held.line.eq(self.beat_line), held.ctx.eq(self.beat_ctx)]
+        m.d.comb += [done.eq(~more.any()), self.rready.eq(~held.valid),
+                     self.filling.eq(beat.valid), self.filled.eq(written), self.fill_ctx.eq(beat.ctx),
+                     self.fill_resp.eq(beat.resp)]
+        # a beat with slots left for a second cycle is held (the channel waits) until they are in
+        m.d.sync += held.eq(beat)
+        m.d.sync += held.valid.eq(beat.valid & ~done)
         return m

@@ -161,14 +161,15 @@ def test_bus_error_refuses_the_pass(code, error):
     assert got["rows"][1] == {s: _row(image, a) for s, a in enumerate(passes[1])}
 
 
-def test_a_beat_that_feeds_one_lane_several_times():
-    """A beat whose rows go to several slots of one window lane (slots ``j``, ``j + 8``, … of
-    one line; a slot twice at one address) holds the read channel a cycle more for each, and
-    every slot still lands with its row."""
+def test_a_beat_that_feeds_one_row_memory_several_times():
+    """A beat whose rows go to several slots kept in one memory of the row store (slot
+    ``8 w + j`` is in memory ``(j + 2 w) mod 8``; here line ``k`` holds the four slots of
+    memory ``k``; then slots in pairs at one address) is finished over more cycles while the
+    read channel waits, and every slot still lands with its row."""
     p = Params(tmem_columns=0)
     image = np.random.default_rng(5).integers(0, 256, GMEM, dtype=np.uint8)
     base = 3 * AXI_PAGE - 4 * 64
-    gathered = [base + (s % 8) * 64 + (s // 8) * 16 for s in range(32)]
+    gathered = [base + ((s % 8 + 2 * (s // 8)) % 8) * 64 + (s // 8) * 16 for s in range(32)]
     twice = [base + 8 + 16 * (s // 2) for s in range(32)]           # 8-byte chunks, in pairs
     got = _run(p, [gathered, twice], image, seed=7)
     assert got["error"] == [Error.NONE] * 2
