@@ -32,9 +32,11 @@ class GlobalFetch(wiring.Component):
       while each holds a slot not yet requested, and marks every slot in them requested. So
       every line the pass touches is read exactly once, in INCR bursts of full-width beats, one
       burst per free id (``axi_outstanding``).
-    - **Data** (:class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`). Each beat (any id order,
-      beats of one id in order) fills every slot whose row lies in it. A beat with SLVERR or
-      DECERR marks the pass refused.
+    - **Data** (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`, the slots' state in
+      :class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`). Each beat (any id order, beats of
+      one id in order) fills every slot whose row lies in it, in the cycle it moves (a beat
+      that feeds one row memory twice holds the read channel a cycle more). A beat with SLVERR
+      or DECERR marks the pass refused.
     - **Ahead.** Two contexts: while one pass is served, the next one, offered at the head of
       the pass queue (the take's ``offered`` with a global pass not refused), is requested into
       the other (the served pass's requests go first; each id remembers its context). Its take

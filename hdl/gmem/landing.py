@@ -20,8 +20,8 @@ class FetchLanding(wiring.Component):
     """Landing of the served pass, prefix ``g_``: once every used slot of context ``cur`` is in
     and it has no burst in flight, its windows land one a cycle, each when the ring allows
     (``blocked`` low), like the bank stage's, with the rows the row store read for them; after
-    the last one the pass finishes. A refused context lands
-    nothing and finishes at once with its error.
+    the last one the pass finishes. A refused context lands nothing and finishes at once with
+    its error.
 
     Latency: a window lands (``progress.land``, registered) the cycle after it is allowed;
     ``finish`` is the cycle its last window is allowed.
@@ -42,6 +42,8 @@ class FetchLanding(wiring.Component):
     win : Out(range(windows))
         The window to land next: the row store (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`)
         reads it, and its rows come back on ``rows`` the next cycle, as the window lands.
+    rows : In(ROW_BITS).array(window)
+        The rows of the window read the cycle before.
     progress : Out(ProgressSignature(params))
     advance, finish : Out(1)
         The next window comes next cycle; the pass ends this cycle.
