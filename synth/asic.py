@@ -5,11 +5,12 @@ with its memories on fakeram7 SRAM macros, then timed by OpenSTA.
 
 Steps (one work folder per block under build/asic/):
 
-1. Yosys (the pinned yowasp build) reads the design as Amaranth's RTLIL, maps each memory onto
-   the cheapest fakeram7 macro arrangement (``memory_libmap`` with a library written from the
-   macro files in synth/lib/fakeram7: cost = macro area), maps flip-flops (``dfflibmap``) and
-   logic (``abc -D`` at the clock period) onto the standard cells, without the cells flows
-   usually keep out (:data:`DONT_USE`).
+1. Yosys (the pinned yowasp build) reads the design as Amaranth's RTLIL (or the emitted
+   Verilog), maps each memory onto the cheapest fakeram7 macro arrangement or onto flip-flops,
+   whichever takes less area (``memory_libmap`` with a library written from the macro files in
+   synth/lib/fakeram7: cost = macro area; a bit in logic costs :data:`MEMORY_FF`'s area), maps
+   flip-flops (``dfflibmap``) and logic (``abc -D`` at the clock period) onto the standard
+   cells, without the cells flows usually keep out (:data:`DONT_USE`).
 2. Nets with more than :data:`MAX_FANOUT` sinks get buffer trees (ABC sees neither the flip-flops
    nor the macro pins it drives, so a select line into a 512-bit multiplexer would otherwise be
    timed as one gate driving hundreds of pins).
