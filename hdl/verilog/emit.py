@@ -87,7 +87,8 @@ def _convert(dut, name: str) -> str:
         # here. Tables read only (ROMs, which `proc` makes of constant case statements) stay arrays.
         srams = ("setparam -set COLLISION_X_MASK 3 t:$memrd_v2; " if shapes else "")
         srams += "memory_collect; "
-        srams += ("memory_libmap -lib srams.txt; techmap -map srams_map.v; "
+        # (never flip-flops, whatever a module costs: -logic-cost-ram above every module's cost)
+        srams += ("memory_libmap -lib srams.txt -logic-cost-ram 1e9; techmap -map srams_map.v; "
                   "select -assert-none t:$mem_v2 r:WR_PORTS>0 %i; " if shapes else "")
         script = f"read_rtlil in.il; proc; {srams}pmuxtree; opt_clean; write_verilog -noattr out.v"
         r = subprocess.run(yosys_command() + ["-q", "-p", script], cwd=d, capture_output=True,

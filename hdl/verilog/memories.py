@@ -24,9 +24,9 @@ it). Contents start at zero in simulation only; the unit does not rely on them i
 
 Yosys finds the ports: ``memory_libmap`` with a library of exactly these shapes, so a memory
 whose ports do not fit one (a read and a write at different addresses on one port) fails the
-emission rather than leaving as flip-flops. Where a memory of one read and one write port
-fits both forms, the read-or-write port wins (it is the cheaper macro), and only the modules
-used are emitted.
+emission rather than leaving as flip-flops. Each memory takes the module of its own shape
+(:func:`shape_cost`); where a memory of one read and one write port fits both forms, the
+read-or-write port wins, and only the modules used are emitted.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from amaranth.hdl import Shape, _ir, _mem
 from amaranth.utils import ceil_log2
 
-__all__ = ["SramShape", "sram_shapes", "libmap_entry", "memory_library", "memory_techmap", "sram_modules"]
+__all__ = ["SramShape", "sram_shapes", "libmap_entry", "shape_cost", "memory_library", "memory_techmap",
+           "sram_modules"]
 
 
 @dataclass(frozen=True, order=True)
@@ -116,11 +117,19 @@ def register_file_entry(cell: str, abits: int, width: int, cost: int) -> str:
             f"  port sr \"R\" {{\n    clock posedge \"C\";\n    rden;\n  }}\n}}\n")
 
 
+def shape_cost(s: SramShape) -> int:
+    """What a module costs ``memory_libmap``: its bits times its ports, so that every memory
+    takes the module of its own shape, never a larger one that would hold it (a row store lane
+    fits in a Tensor Memory bank's two ports too), and a register file costs one more than the
+    read-or-write port of its shape, which a memory takes where it fits."""
+    return s.depth * s.width * s.ports + s.split
+
+
 def memory_library(shapes: list[SramShape]) -> str:
-    """``memory_libmap``'s description of the modules (:func:`libmap_entry`), one per shape; a
-    register file costs more, so that a memory that fits a read-or-write port takes one."""
-    return "".join(register_file_entry(f"$__{s.name.upper()}_", s.abits, s.width, 2) if s.split else
-                   libmap_entry(f"$__{s.name.upper()}_", s.abits, s.width, s.ports, 1,
+    """``memory_libmap``'s description of the modules (:func:`libmap_entry`), one per shape, at
+    :func:`shape_cost`."""
+    return "".join(register_file_entry(f"$__{s.name.upper()}_", s.abits, s.width, shape_cost(s)) if s.split else
+                   libmap_entry(f"$__{s.name.upper()}_", s.abits, s.width, s.ports, shape_cost(s),
                                 s.granule if s.granule < s.width else None) for s in shapes)
 
 

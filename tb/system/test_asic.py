@@ -92,9 +92,14 @@ def test_row_store_leaves_as_register_files():
     for port in ("we", "waddr", "wdata", "re", "raddr", "rdata"):
         assert f" {port}" in module
     assert "tensorlsu_sram_" not in text
-    unit = verilog_text(LoadStoreUnit(Params(tmem_columns=0)), "top")
+    # in the whole unit, each memory takes the module of its own shape: the banks fit the
+    # read-or-write port; the row store's lanes would fit a Tensor Memory bank's two ports too
+    unit = verilog_text(LoadStoreUnit(Params()), "top")
     assert "module tensorlsu_sram_sp_128x128 " in unit and "module tensorlsu_rf_8x128 " in unit
-    assert "module tensorlsu_rf_128x128 " not in unit      # the banks fit the read-or-write port
+    assert "module tensorlsu_rf_128x128 " not in unit
+    assert unit.count("tensorlsu_rf_8x128 ") == 8 + 1
+    assert unit.count("tensorlsu_sram_dp_256x1024_be32 ") == 4 * 2 + 1
+    assert unit.count("tensorlsu_sram_sp_128x128 ") == 8 + 1
 
 
 def test_small_memories_become_flip_flops_and_large_ones_macros():
