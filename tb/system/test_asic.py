@@ -84,8 +84,9 @@ def test_emitted_verilog_names_each_memory_by_shape():
 
 def test_row_store_leaves_as_register_files():
     """The global fetch stage's row store (a memory written at one address while it is read at
-    another) leaves as register-file modules with a write and a read port, and Icarus reads
-    back what was written; the shared-memory banks of the same unit stay read-or-write SRAMs."""
+    another) leaves as register-file modules with a write and a read port; in the whole unit
+    every memory takes the module of its own shape. (What the modules hold is checked by every
+    global wmma.load through the emitted unit: tb/system/test_lsu_rtl.py.)"""
     text = verilog_text(GlobalFetch(Params(tmem_columns=0)), "fetch")
     assert text.count("tensorlsu_rf_8x128 ") == 8 + 1      # a memory per window lane, one module
     module = text[text.index("module tensorlsu_rf_8x128"):]
