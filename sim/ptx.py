@@ -1,4 +1,5 @@
-"""PTX front end: parse and validate ldmatrix, stmatrix, wmma.load, tcgen05.ld and tcgen05.st.
+"""PTX front end: parse and validate ldmatrix, stmatrix, wmma.load, tcgen05.ld, tcgen05.st and
+tcgen05.cp.
 
 ``parse(text, target)`` returns a frozen, hashable :class:`Instr` for every form the PTX
 texts define and raises :class:`PtxError` (a ``ValueError``) naming the offending
@@ -14,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PtxError", "Instr", "Target", "parse", "parse_target", "TCGEN05_REGS_PER_X1"]
+__all__ = ["PtxError", "Instr", "Target", "parse", "parse_target", "TCGEN05_REGS_PER_X1", "CP_SHAPES",
+           "CP_MULTICAST"]
 
 
 class PtxError(ValueError):
@@ -116,13 +118,13 @@ class Instr:
     Fields not used by an opcode keep their defaults, so equal forms compare equal.
     """
 
-    op: str                       #: ``ldmatrix``, ``stmatrix``, ``wmma.load``, ``tcgen05.ld`` or ``tcgen05.st``
+    op: str                       #: ``ldmatrix``, ``stmatrix``, ``wmma.load``, ``tcgen05.ld``, ``tcgen05.st``, ``tcgen05.cp``
     shape: str                    #: ``m8n8`` … ``m16n16k16`` … ``32x32b``, without the dot
     num: int = 1                  #: matrices (ld/stmatrix) or repeat factor (tcgen05.ld)
     trans: bool = False
     space: str = "generic"        #: ``generic``, ``shared`` (also ``.shared::cta``) or ``global``
     type: str = ""                #: element type: ``b16``, ``b8``, wmma types, ``b32``/``f32``/``u32``/``s32``
-    dst_fmt: str | None = None    #: ``b8x16`` for decompressing ldmatrix
+    dst_fmt: str | None = None    #: ``b8x16`` for decompressing ldmatrix and tcgen05.cp
     src_fmt: str | None = None    #: ``b6x16_p32`` or ``b4x16_p64``
     frag: str | None = None       #: wmma matrix ``a``, ``b`` or ``c``
     layout: str | None = None     #: wmma ``row`` or ``col``
@@ -135,6 +137,11 @@ class Instr:
     operands: tuple[str, ...] | None = None
     split: int | None = None      #: immHalfSplitoff, when the text gave it
     stride: int | str | None = None  #: wmma stride operand, when the text gave it
+    cta_group: int | None = None  #: tcgen05.cp ``.cta_group::1`` or ``::2``
+    multicast: str | None = None  #: tcgen05.cp ``warpx2::02_13``, ``warpx2::01_23`` or ``warpx4``
+    offset: int = 0               #: tcgen05.cp: the immediate added to taddr (``[taddr+imm]``)
+    taddr: int | None = None      #: tcgen05.cp: taddr, when the text gave it as an immediate
+    desc: int | None = None       #: tcgen05.cp: the descriptor, when the text gave it as an immediate
 
     # ----------------------------------------------------------------------------------
     @property
@@ -144,12 +151,16 @@ class Instr:
 
     @property
     def is_load(self) -> bool:
-        return self.op not in ("stmatrix", "tcgen05.st")
+        """The instruction fills registers (a tcgen05.cp fills none: it writes Tensor Memory)."""
+        return self.op not in ("stmatrix", "tcgen05.st", "tcgen05.cp")
 
     @property
     def form(self) -> str:
         """Canonical instruction text without operands: the key of per-form tables."""
         p = [self.op]
+        if self.op == "tcgen05.cp":
+            p += [f"cta_group::{self.cta_group}", self.shape] + ([self.multicast] if self.multicast else [])
+            return ".".join(p + ([self.dst_fmt, self.src_fmt] if self.src_fmt else []))
         if self.op == "wmma.load":
             p = ["wmma.load", self.frag, "sync", "aligned", self.layout, self.shape]
             if self.space != "generic":
@@ -178,6 +189,8 @@ class Instr:
     def text(self) -> str:
         """Canonical instruction text, with generic operand names."""
         regs = "{" + ", ".join(f"%r{i}" for i in range(self.nregs)) + "}"
+        if self.op == "tcgen05.cp":
+            return f"{self.form} [%r998], %rd998;"
         if self.op == "stmatrix":
             return f"{self.form} [%rd0], {regs};"
         if self.op == "wmma.load":
@@ -201,6 +214,12 @@ class Instr:
 
 _NUM = {"x1": 1, "x2": 2, "x4": 4, "x8": 8, "x16": 16, "x32": 32, "x64": 64, "x128": 128}
 _SPACES = {"shared": "shared", "shared::cta": "shared", "global": "global"}
+
+#: tcgen05.cp shapes: rows copied and bits per row.
+CP_SHAPES = {"128x256b": (128, 256), "4x256b": (4, 256), "128x128b": (128, 128), "64x128b": (64, 128),
+             "32x128b": (32, 128)}
+#: tcgen05.cp multicast qualifiers, and the shape each goes with (the other shapes take none).
+CP_MULTICAST = {"warpx2::02_13": "64x128b", "warpx2::01_23": "64x128b", "warpx4": "32x128b"}
 
 #: tcgen05.ld / tcgen05.st registers per thread for .x1 of each shape (the first row of Table 49).
 TCGEN05_REGS_PER_X1 = {"16x32bx2": 1, "16x64b": 1, "32x32b": 1, "16x128b": 2, "16x256b": 4}
@@ -250,7 +269,7 @@ def wmma_nregs(frag: str, shape: str, type_: str) -> int:
 # Parser
 # --------------------------------------------------------------------------------------
 
-_OPCODES = ("ldmatrix", "stmatrix", "wmma.load", "tcgen05.ld", "tcgen05.st")
+_OPCODES = ("ldmatrix", "stmatrix", "wmma.load", "tcgen05.ld", "tcgen05.st", "tcgen05.cp")
 _IDENT = r"%?[A-Za-z_$][\w$]*"
 _REG_RE = re.compile(rf"{_IDENT}")
 _INT_RE = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|\d+)[Uu]?")
@@ -327,18 +346,19 @@ def parse(text: str, target: str | Target = "sm_100a") -> Instr:
         raise PtxError(f"{head!r}: empty qualifier (two dots in a row or a trailing dot)")
     operands = _split_operands(rest) if rest else None
     fn = {"ldmatrix": _ldst, "stmatrix": _ldst, "wmma.load": _wmma, "tcgen05.ld": _tcgen05,
-          "tcgen05.st": _tcgen05}[opc]
+          "tcgen05.st": _tcgen05, "tcgen05.cp": _tcgen05_cp}[opc]
     return fn(opc, quals, operands, tgt)
 
 
-#: Every qualifier any of the four instructions (or a near miss of them) is known to take;
+#: Every qualifier any of the instructions (or a near miss of them) is known to take;
 #: anything else is reported as illegal before missing qualifiers are.
 _VOCAB = ({"sync", "aligned", "trans", "red", "abs", "NaN", "pack::16b", "unpack::16b", "a", "b", "c", "d",
            "row", "col", "min", "max", "add", "shared", "shared::cta", "shared::cluster", "global",
            "local", "const", "param", "m8n8", "m16n16", "m8n16", "m16n8", "m8n32", "m16n8k16",
            "m16n8k8", "m16n8k32", "m8n8k16", "16x32b", "32x32bx2", "b16", "b8", "b32", "b64",
            "b8x16", "b6x16_p32", "b4x16_p64", "f16", "u8", "s8", "e4m3", "e5m2"}
-          | set(_NUM) | set(WMMA_SHAPES) | set(WMMA_BITS) | set(TCGEN05_REGS_PER_X1) | {"u32"})
+          | set(_NUM) | set(WMMA_SHAPES) | set(WMMA_BITS) | set(TCGEN05_REGS_PER_X1) | {"u32"}
+          | set(CP_SHAPES) | set(CP_MULTICAST) | {"cta_group::1", "cta_group::2", "warpx2"})
 
 
 class _Quals:
@@ -626,3 +646,65 @@ def _tcgen05(op: str, quals: list[str], operands, tgt: Target) -> Instr:
         ops = tuple(operands)
     return Instr(op=op, shape=shape, num=n, type=type_, pack=pack, red=red_op,
                  abs=abs_, nan=nan, target=str(tgt), nregs=nregs, operands=ops, split=split)
+
+
+_CP_FMT = ("b6x16_p32", "b4x16_p64")
+
+
+def _cp_address(op: str, text: str) -> tuple[int | None, int]:
+    """``[taddr]``, ``[taddr+imm]`` or ``[imm]``: (the immediate address or None, the offset)."""
+    m = _ADDR_RE.fullmatch(text.strip())
+    if not m:
+        raise PtxError(f"{op}: expected a Tensor Memory address like [taddr] or [taddr+16], got {text.strip()!r}")
+    base, off = m.group(1), m.group(2)
+    offset = int(off, 0) if off else 0
+    if _REG_RE.fullmatch(base):
+        return None, offset
+    return int(base, 0), offset
+
+
+def _tcgen05_cp(op: str, quals: list[str], operands, tgt: Target) -> Instr:
+    """tcgen05.cp: a shape, .cta_group, the multicast its shape needs, and optionally the
+    decompression pair (destination format, then source format, as for ldmatrix)."""
+    q = _Quals(op, quals)
+    for bad in ("sync", "aligned"):
+        if bad in q.left:
+            raise PtxError(f"{op}: illegal qualifier .{bad} (tcgen05.cp is asynchronous: no .sync / .aligned)")
+    group = q.take(".cta_group", {"cta_group::1", "cta_group::2"})
+    shape = q.take("shape", set(CP_SHAPES))
+    cast = q.take("multicast", set(CP_MULTICAST))
+    order = [x for x in q.left if x in ("b8x16",) + _CP_FMT]
+    dst = q.take("destination format", {"b8x16"})
+    src = q.take("source format", set(_CP_FMT))
+    q.done()
+    if group is None:
+        raise PtxError(f"{op}: the mandatory .cta_group qualifier is missing (.cta_group::1 or .cta_group::2)")
+    if shape is None:
+        raise PtxError(f"{op}: the shape qualifier is missing (one of " + ", ".join("." + s for s in CP_SHAPES) + ")")
+    needs = [c for c, sh in CP_MULTICAST.items() if sh == shape]
+    if needs and cast is None:
+        raise PtxError(f"{op}: .{shape} needs a multicast qualifier (" + " or ".join("." + c for c in needs) + ")")
+    if cast is not None and cast not in needs:
+        raise PtxError(f"{op}: .{cast} is not allowed with .{shape}" + (
+            f" (it takes {' or '.join('.' + c for c in needs)})" if needs else " (it takes no multicast)"))
+    if (dst is None) != (src is None):
+        raise PtxError(f"{op}: decompression needs both formats, .b8x16 then .b6x16_p32 or .b4x16_p64"
+                       + (f" (got only .{dst or src})"))
+    if dst and order.index(dst) > order.index(src):
+        raise PtxError(f"{op}: the destination format .b8x16 comes before the source format .{src}")
+    _need(tgt, _tcgen05_target(tgt), op, _TCGEN05)
+    ops, taddr, offset, desc = None, None, 0, None
+    if operands is not None:
+        if len(operands) != 2:
+            raise PtxError(f"{op}: takes 2 operands ([taddr], s-desc), got {len(operands)}")
+        taddr, offset = _cp_address(op, operands[0])
+        d = operands[1].strip()
+        if _INT_RE.fullmatch(d):
+            desc = int(d.rstrip("uU"), 0)
+            if not 0 <= desc < 1 << 64:
+                raise PtxError(f"{op}: the descriptor {d} does not fit 64 bits")
+        elif not _REG_RE.fullmatch(d):
+            raise PtxError(f"{op}: s-desc must be a 64-bit register or an immediate, got {d!r}")
+        ops = tuple(operands)
+    return Instr(op=op, shape=shape, cta_group=int(group[-1]), multicast=cast, dst_fmt=dst, src_fmt=src,
+                 target=str(tgt), nregs=0, operands=ops, offset=offset, taddr=taddr, desc=desc)

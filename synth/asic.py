@@ -328,8 +328,9 @@ def write_verilog(netlist: dict, path: Path) -> None:
 # --- timing -----------------------------------------------------------------------------------
 
 def sta_script(period_ps: int, stdlib: str, macro_libs: list[str]) -> str:
-    """OpenSTA commands: constraints and the worst path of each group (register to register,
-    input to register, register to output, input to output)."""
+    """OpenSTA commands: constraints, the worst path of each group (register to register,
+    input to register, register to output, input to output), and every register input that
+    misses the period (one line each, after ``CENSUS``)."""
     budget = round(PORT_BUDGET * period_ps, 1)
     reads = "\n".join(f"read_liberty {lib}" for lib in [stdlib, *macro_libs])
     return f"""{reads}
@@ -346,7 +347,42 @@ group_path -name reg2out -to [all_outputs]
 group_path -name in2out -from $inputs -to [all_outputs]
 report_checks -path_delay max -group_count 1 -digits 1 -fields {{fanout cap slew}}
 puts "worst_slack [sta::format_time [sta::worst_slack_cmd max] 1]"
+puts "{CENSUS}"
+report_checks -path_delay max -path_group clk -slack_max 0 -group_count {CENSUS_MAX} -endpoint_count 1 -format end
 """
+
+
+#: The line after which the timing log lists the register inputs that miss the period.
+CENSUS = "missing endpoints:"
+#: At most this many are listed (more than the whole unit's flip-flops and macro pins).
+CENSUS_MAX = 1_000_000
+
+
+def component_of(endpoint: str) -> str:
+    """The top-level component a register or macro pin belongs to (``fetch.rows.lane3[0]_reg/D``
+    → ``fetch``; a block run alone sits under ``dut.``: its own components; a register of
+    the top module itself → ``top``)."""
+    name = endpoint.split("/")[0]
+    name = name[len("dut."):] if name.startswith("dut.") else name
+    if "." not in name:
+        return "top"
+    return name.split(".")[0]
+
+
+def parse_census(text: str) -> dict:
+    """Per component (:func:`component_of`): how many register inputs miss the period and the
+    worst slack among them, worst first."""
+    out: dict[str, dict] = {}
+    if CENSUS not in text:
+        return out
+    for line in text.split(CENSUS, 1)[1].splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[-1] == "(VIOLATED)":
+            comp, slack = component_of(f[0]), float(f[-2])
+            c = out.setdefault(comp, {"missing": 0, "worst_slack_ps": slack})
+            c["missing"] += 1
+            c["worst_slack_ps"] = min(c["worst_slack_ps"], slack)
+    return dict(sorted(out.items(), key=lambda kv: kv[1]["worst_slack_ps"]))
 
 
 def parse_sta(text: str) -> dict:
@@ -451,5 +487,5 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
            "fanout_buffers_added": buffers, "macro_kinds": used, "worst_slack_ps": worst,
            "fmax_mhz": round(1e6 / (period_ps - worst)),
            "reg2reg_fmax_mhz": round(1e6 / (period_ps - reg["slack_ps"])) if reg else None,
-           "paths": paths, "yosys_s": yosys_s, "sta_s": round(time.perf_counter() - t1, 1)}
+           "paths": paths, "census": parse_census(r.stdout), "yosys_s": yosys_s, "sta_s": round(time.perf_counter() - t1, 1)}
     return res

@@ -360,7 +360,25 @@ def asic_markdown(rows) -> str:
                    f"{logic:,.0f} um^2 against {whole['macro_um2']:,.0f} um^2 of SRAM macros, "
                    f"a ratio of {logic / whole['macro_um2']:.2f} (goal: at most 0.25); "
                    f"{whole['fmax_mhz']} MHz with its ports (goal: {1e6 / period:,.0f}).\n")
-    return head + table + summary
+    return head + table + summary + _census_markdown(rows, period)
+
+
+def _census_markdown(rows, period: int) -> str:
+    """Where the clock goal is missed: per block, the register inputs (flip-flops and macro
+    pins) whose worst path is longer than the period, by top-level component."""
+    late = [r for r in rows if r.get("census")]
+    if not late:
+        return ""
+    out = (f"\n## Register inputs that miss {period} ps, by component\n\n"
+           "Per block, each component's count of register and macro inputs reached later than the "
+           "period, and the worst slack among them (what a retiming would have to shorten); `top`: registers "
+           "of the block's top module itself (for a block run alone, also the registers around it).\n\n"
+           "| block | missing | by component: count (worst slack) |\n|---|---|---|\n")
+    for r in late:
+        comps = r["census"]
+        parts = ", ".join(f"{c} {v['missing']:,} ({v['worst_slack_ps']:+.0f} ps)" for c, v in comps.items())
+        out += f"| {r['block']} | {sum(v['missing'] for v in comps.values()):,} | {parts} |\n"
+    return out
 
 
 FLOWS = ("fpga", "asic")

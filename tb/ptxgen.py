@@ -155,6 +155,54 @@ def _tcgen05(rng: random.Random) -> list[str]:
     return out
 
 
+_CP_SHAPES = ["128x256b", "4x256b", "128x128b", "64x128b", "32x128b", "256x128b", "64x256b", "32x32b"]
+_CP_CASTS = [None, "warpx2::02_13", "warpx2::01_23", "warpx4"]
+_CP_FMTS = [[], ["b8x16", "b6x16_p32"], ["b8x16", "b4x16_p64"], ["b6x16_p32", "b8x16"], ["b8x16"],
+            ["b4x16_p64"], ["b8x16", "b8x16"], ["b8x16", "b6x16_p32", "b4x16_p64"]]
+_CP_ADDRS = ["[%r300]", "[%r300+16]", "[%r300+-16]", "[%r300-16]", "[64]", "[%r300+0x40]"]
+_CP_DESCS = ["%rd1", "%rd1", "%rd1", "0x4000000000000010", "5"]
+
+
+def _tcgen05_cp(rng: random.Random) -> list[str]:
+    """tcgen05.cp: every shape, multicast and format with .cta_group given or not, some in
+    another order, some with the qualifiers of other families or broken operands. taddr and
+    s-desc are registers of their declared widths (32 and 64 bits): parse sees no declarations,
+    so a register of the wrong width is the assembler's to refuse (docs/ptxas.md)."""
+    out = []
+    for group, shape, cast, fmt in itertools.product(("cta_group::1", "cta_group::2", "cta_group::3", None),
+                                                     _CP_SHAPES, _CP_CASTS, range(len(_CP_FMTS))):
+        if rng.random() > 0.4:
+            continue
+        quals = ([group] if group else []) + [shape] + ([cast] if cast else []) + _CP_FMTS[fmt]
+        roll = rng.random()
+        if roll < 0.05:
+            quals = ["sync", "aligned"] + quals
+        elif roll < 0.08:
+            quals += [rng.choice(["shared", "b32", "x1", "cta_group::1"])]
+        if rng.random() < 0.25:
+            rng.shuffle(quals)
+        addr = rng.choice(_CP_ADDRS)
+        if addr == "[64]" and ("cta_group::2" in quals or any(f in quals for f in _CP_FMTS[1])
+                               or "b4x16_p64" in quals):
+            # ptxas 13.0 crashes on an immediate taddr with .cta_group::2 or a source format
+            # (docs/ptxas.md)
+            addr = "[%r300]"
+        ops = [addr, rng.choice(_CP_DESCS)]
+        if rng.random() < 0.04:
+            ops = ops[:1] if rng.random() < 0.5 else ops + ["%rd3"]
+        out.append(f"tcgen05.cp.{'.'.join(quals)} {', '.join(ops)};")
+    # every legal form once more, its qualifiers in a random order, with a random address
+    for group, (shape, cast), fmt in itertools.product(
+            ("cta_group::1", "cta_group::2"),
+            [(s, None) for s in ("128x256b", "4x256b", "128x128b")] + [(s, c) for c, s in ptx.CP_MULTICAST.items()],
+            _CP_FMTS[:3]):
+        quals = [group, shape] + ([cast] if cast else []) + fmt
+        rng.shuffle(quals)
+        addr = rng.choice(_CP_ADDRS[:3] + _CP_ADDRS[5:])
+        out.append(f"tcgen05.cp.{'.'.join(quals)} {addr}, {rng.choice(_CP_DESCS)};")
+    return out
+
+
 def _listed(rng: random.Random) -> list[str]:
     """Every form the texts list, each state space, some in another qualifier order."""
     out = []
@@ -201,13 +249,18 @@ def _listed(rng: random.Random) -> list[str]:
             for unpack in (0, 1):
                 q = ["sync", "aligned", shape, num] + ["unpack::16b"] * unpack + ["b32"]
                 out.append(f"tcgen05.st.{'.'.join(q)} [%r300]{tail}, {_vec(n)};")
+    for group, (shape, cast), fmt in itertools.product(
+            (1, 2), [(s, None) for s in ("128x256b", "4x256b", "128x128b")] + [(s, c) for c, s in ptx.CP_MULTICAST.items()],
+            ([], ["b8x16", "b6x16_p32"], ["b8x16", "b4x16_p64"])):
+        q = [f"cta_group::{group}", shape] + ([cast] if cast else []) + fmt
+        out.append(f"tcgen05.cp.{'.'.join(q)} [%r300], %rd1;")
     return out
 
 
 def generate(seed: int = 2026) -> list[str]:
-    """Instruction texts across the four families (legal and illegal mixed)."""
+    """Instruction texts across the families (legal and illegal mixed)."""
     rng = random.Random(seed)
-    texts = _listed(rng) + _ldst(rng) + _wmma(rng) + _tcgen05(rng)
+    texts = _listed(rng) + _ldst(rng) + _wmma(rng) + _tcgen05(rng) + _tcgen05_cp(rng)
     return list(dict.fromkeys(texts))
 
 

@@ -94,7 +94,7 @@ def test_register_counts(text, nregs):
     ("tcgen05.ld.sync.aligned.32x32b.x2.b32", "sm_120a", "tcgen05.ld is not supported on target sm_120a"),
     ("tcgen05.ld.sync.aligned.32x32b.x2.b32", "sm_103", "not supported on target sm_103 "),
     ("tcgen05.ld.sync.aligned.32x32b.x2.f32", "sm_100a", "takes .b32"),
-    ("tcgen05.cp.cta_group::1.128x256b", "sm_100a", "unknown instruction"),
+    ("tcgen05.mma.cta_group::1.kind::f16", "sm_100a", "unknown instruction"),
     ("tcgen05.st.sync.aligned.32x32b.x2.pack::16b.b32", "sm_100a", "takes .unpack::16b"),
     ("tcgen05.ld.sync.aligned.32x32b.x2.unpack::16b.b32", "sm_100a", "takes .pack::16b"),
     ("tcgen05.st.red.sync.aligned.32x32b.x2.min.u32", "sm_103a", "tcgen05.st has no reduction"),
@@ -155,3 +155,45 @@ def test_family_targets_and_rename():
         with pytest.raises(PtxError):
             parse(red, bad)
     assert ptx.parse_target("sm_100a").has_family(100)
+
+
+# ---- tcgen05.cp ---------------------------------------------------------------------------
+
+def test_tcgen05_cp_fields_and_order():
+    a = parse("tcgen05.cp.cta_group::1.32x128b.warpx4.b8x16.b4x16_p64 [taddr+32], sdesc;")
+    b = parse("tcgen05.cp.b8x16.warpx4.cta_group::1.b4x16_p64.32x128b [taddr+32], sdesc;")
+    assert a.form == b.form == "tcgen05.cp.cta_group::1.32x128b.warpx4.b8x16.b4x16_p64"
+    assert (a.shape, a.cta_group, a.multicast, a.dst_fmt, a.src_fmt, a.offset, a.taddr, a.desc) == \
+        ("32x128b", 1, "warpx4", "b8x16", "b4x16_p64", 32, None, None)
+    assert not a.is_load and a.nregs == 0
+    c = parse("tcgen05.cp.cta_group::2.128x256b [64], 0x4000000000000010;", "sm_110f")
+    assert (c.cta_group, c.taddr, c.offset, c.desc) == (2, 64, 0, 0x4000000000000010)
+    assert parse(a.text).form == a.form
+    # the text's negative offset: written as +-16, as the assembler takes it
+    assert parse("tcgen05.cp.cta_group::1.128x128b [t+-16], d;").offset == -16
+
+
+@pytest.mark.parametrize("text,target,message", [
+    ("tcgen05.cp.128x256b [t], d;", "sm_100a", "mandatory .cta_group"),
+    ("tcgen05.cp.cta_group::1 [t], d;", "sm_100a", "shape qualifier is missing"),
+    ("tcgen05.cp.cta_group::1.64x128b [t], d;", "sm_100a", "needs a multicast qualifier (.warpx2::02_13 or .warpx2::01_23)"),
+    ("tcgen05.cp.cta_group::1.32x128b.warpx2::02_13 [t], d;", "sm_100a", ".warpx2::02_13 is not allowed with .32x128b (it takes .warpx4)"),
+    ("tcgen05.cp.cta_group::1.4x256b.warpx4 [t], d;", "sm_100a", "(it takes no multicast)"),
+    ("tcgen05.cp.cta_group::1.128x256b.b8x16 [t], d;", "sm_100a", "decompression needs both formats"),
+    ("tcgen05.cp.cta_group::1.128x256b.b6x16_p32.b8x16 [t], d;", "sm_100a", "comes before the source format"),
+    ("tcgen05.cp.cta_group::1.128x256b.b8x16.b6x16_p32.b4x16_p64 [t], d;", "sm_100a", "more than one source format"),
+    ("tcgen05.cp.cta_group::1.cta_group::2.128x256b [t], d;", "sm_100a", "more than one .cta_group"),
+    ("tcgen05.cp.sync.aligned.cta_group::1.128x256b [t], d;", "sm_100a", "illegal qualifier .sync"),
+    ("tcgen05.cp.cta_group::1.128x256b.shared [t], d;", "sm_100a", "illegal qualifier .shared"),
+    ("tcgen05.cp.cta_group::1.256x128b [t], d;", "sm_100a", "illegal qualifier .256x128b"),
+    ("tcgen05.cp.cta_group::1.128x256b [t];", "sm_100a", "takes 2 operands"),
+    ("tcgen05.cp.cta_group::1.128x256b [t-16], d;", "sm_100a", "expected a Tensor Memory address"),
+    ("tcgen05.cp.cta_group::1.128x256b [t], [d];", "sm_100a", "s-desc must be a 64-bit register or an immediate"),
+    ("tcgen05.cp.cta_group::1.128x256b [t], 0x10000000000000000;", "sm_100a", "does not fit 64 bits"),
+    ("tcgen05.cp.cta_group::1.128x256b [t], d;", "sm_90a", "not supported on target sm_90a"),
+    ("tcgen05.cp.cta_group::1.128x256b [t], d;", "sm_120a", "not supported on target sm_120a"),
+])
+def test_tcgen05_cp_refusals(text, target, message):
+    with pytest.raises(PtxError) as e:
+        parse(text, target)
+    assert message in str(e.value)

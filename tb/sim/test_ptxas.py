@@ -24,7 +24,7 @@ def assembler():
     return path
 
 
-FAMILIES = ("ldmatrix", "stmatrix", "wmma", "tcgen05.ld", "tcgen05.st")
+FAMILIES = ("ldmatrix", "stmatrix", "wmma", "tcgen05.ld", "tcgen05.st", "tcgen05.cp")
 
 
 def _family(text):
@@ -75,7 +75,7 @@ def test_verdicts_match_ptxas(texts, assembler, target):
     for fam in ("ldmatrix", "stmatrix", "wmma"):
         assert counts[(fam, True)] and counts[(fam, False)]
     # Tensor Memory exists on the sm_100 / sm_103 / sm_110 families only
-    for fam in ("tcgen05.ld", "tcgen05.st"):
+    for fam in ("tcgen05.ld", "tcgen05.st", "tcgen05.cp"):
         if target in ("sm_90a", "sm_120a"):
             assert counts[(fam, True)] == 0
         else:

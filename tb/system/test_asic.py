@@ -37,6 +37,31 @@ def test_asic_smoke(tmp_path):
     assert "no placement, no wires" in text and "| decompress | h200 | RTLIL |" in text
 
 
+def test_census_counts_the_registers_that_miss_the_goal(tmp_path):
+    """At a clock goal the decompressor cannot meet (150 ps), the report lists the register
+    inputs that miss it by component; the worst among them is the worst register-to-register
+    path's end, with the same slack."""
+    r = subprocess.run([sys.executable, "synth/run.py", "--flows", "asic", "--blocks", "decompress",
+                        "--period-ps", "150", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [row] = json.loads((tmp_path / "asic.json").read_text())
+    census, reg = row["census"], row["paths"]["clk"]
+    assert reg["slack_ps"] < 0 and census
+    worst = min(v["worst_slack_ps"] for v in census.values())
+    assert worst == pytest.approx(reg["slack_ps"], abs=0.1)
+    assert census[asic.component_of(reg["end"])]["worst_slack_ps"] == worst
+    # no more inputs miss than there are flip-flops
+    assert 0 < sum(v["missing"] for v in census.values()) <= row["ffs"]
+    assert "miss 150 ps, by component" in (tmp_path / "asic.md").read_text()
+
+
+def test_component_of_names_the_top_level_component():
+    assert asic.component_of("fetch.rows.lane3[0][63]_reg/D") == "fetch"
+    assert asic.component_of("dut.steps.var[3]_reg/D") == "steps"
+    assert asic.component_of("dut.valid_reg/D") == "top"
+    assert asic.component_of("out[17]_reg/D") == "top"
+
+
 @pytest.mark.parametrize("verilog", [False, True], ids=["rtlil", "emitted-verilog"])
 def test_shared_memory_lands_on_macros(verilog):
     """The shared-memory banks (8 quads of 128 lines x 128 bits) become SRAM macros, not flip-flops,
