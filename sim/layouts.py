@@ -20,6 +20,12 @@ Tensor Memory forms (tcgen05.ld, tcgen05.st), :func:`tmem_table`
     ``taddr.lane + lane`` and column ``taddr.column + column + half * immHalfSplitoff``, in
     32-bit columns; with ``.pack::16b`` / ``.unpack::16b`` ``column`` counts 16-bit pairs (see
     :func:`tmem_table`).
+
+tcgen05.cp, :func:`cp_lane_table`
+    ``L[row, copy]``: row ``row`` of the copied matrix lands in lane ``taddr.lane + L[row,
+    copy]`` for every ``copy`` (one, two or four with the multicast), its bytes little-endian
+    from taddr's column on. Where each row is read from is the descriptor's
+    (:func:`tensorlsu.sim.descriptor.chunk_addresses`).
 """
 
 from __future__ import annotations
@@ -28,10 +34,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from .ptx import TCGEN05_REGS_PER_X1, WMMA_BITS, WMMA_SHAPES, Instr
+from .ptx import CP_SHAPES, TCGEN05_REGS_PER_X1, WMMA_BITS, WMMA_SHAPES, Instr
 
 __all__ = ["ROW_BYTES", "rows_per_matrix", "row_count", "row_table", "wmma_table", "wmma_dims",
-           "wmma_lines", "wmma_byte_table", "tmem_table", "LANES"]
+           "wmma_lines", "wmma_byte_table", "tmem_table", "cp_lane_table", "LANES"]
 
 #: Threads in a warp.
 LANES = 32
@@ -254,3 +260,32 @@ def tmem_table(ins: Instr) -> np.ndarray:
     if ins.op not in ("tcgen05.ld", "tcgen05.st"):
         raise ValueError(f"tmem_table: {ins.op} is not tcgen05.ld or tcgen05.st")
     return _tmem_table(ins.shape, ins.num)
+
+
+# --------------------------------------------------------------------------------------
+# tcgen05.cp: the lanes each row lands in (CuTe SM100_UTCCP_* traits; tb/sim/test_layouts_cute.py)
+# --------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def _cp_lane_table(shape: str, multicast: str | None) -> np.ndarray:
+    rows = CP_SHAPES[shape][0]
+    r = np.arange(rows)
+    if multicast == "warpx4":            # every quadrant gets the 32 rows
+        L = np.stack([r + 32 * k for k in range(4)], axis=1)
+    elif multicast == "warpx2::02_13":   # rows 0-31 to quadrants 0 and 2, rows 32-63 to 1 and 3
+        L = np.stack([r, r + 64], axis=1)
+    elif multicast == "warpx2::01_23":   # rows 0-31 to quadrants 0 and 1, rows 32-63 to 2 and 3
+        first = 64 * (r // 32) + r % 32
+        L = np.stack([first, first + 32], axis=1)
+    elif shape == "4x256b":              # one row into the first lane of each quadrant
+        L = (32 * r)[:, None]
+    else:                                # 128 rows, one lane each
+        L = r[:, None]
+    return _frozen(L.astype(np.int16))
+
+
+def cp_lane_table(ins: Instr) -> np.ndarray:
+    """``(rows, copies)`` lane offsets from taddr's lane of every row of a tcgen05.cp."""
+    if ins.op != "tcgen05.cp":
+        raise ValueError(f"cp_lane_table: {ins.op} is not tcgen05.cp")
+    return _cp_lane_table(ins.shape, ins.multicast)

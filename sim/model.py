@@ -14,12 +14,12 @@ from typing import Iterable
 
 import numpy as np
 
-from . import layouts, ptx
+from . import descriptor, layouts, ptx
 from .decompress import decompress
 from .ptx import WMMA_BITS, Instr
 
 __all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "wmma_wavefront_groups",
-           "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tmem_image",
+           "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tcgen05_cp", "tmem_image",
            "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride"]
 
 #: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).
@@ -405,6 +405,73 @@ def tcgen05_st(ins: Instr | str, tmem, taddr: int, warp: int, regs, split: int |
         out[lanes, col + 1] = (r >> 16).astype(np.uint32)
     else:
         out[lanes, col] = r.astype(np.uint32)
+    return out
+
+
+def _operand(ins: Instr, given, from_text, what: str) -> int:
+    """An operand the call gives and the text may have given as an immediate: they agree."""
+    if given is None and from_text is None:
+        raise ModelError(f"{ins.op}: {what} is needed (the text gives it as a register)")
+    if given is not None and from_text is not None and int(given) != from_text:
+        raise ModelError(f"{ins.op}: {what} {int(given):#x} differs from the text's immediate {from_text:#x}")
+    return int(from_text if given is None else given)
+
+
+def tcgen05_cp(ins: Instr | str, smem, desc: int | None, taddr: int | None, tmem=None, *,
+               cols: int = TMEM_COLS) -> np.ndarray:
+    """New Tensor Memory image ``uint32[128, cols]`` after a tcgen05.cp; the inputs are not
+    changed.
+
+    ``smem``: the shared memory (bytes; its length is the size every byte read must lie in).
+    ``desc``: the 64-bit matrix descriptor (:mod:`tensorlsu.sim.descriptor`), ``taddr`` the
+    register's value; either may be None when the text gives it as an immediate. The Tensor
+    Memory address is ``taddr`` plus the text's offset (``[taddr+imm]``), modulo 2^32.
+    ``tmem``: the image before (None: zero). Row ``r`` of the matrix (its chunks read by the
+    descriptor's walk, each decompressed to 16 bytes with a source format) lands in lanes
+    ``taddr.lane + cp_lane_table[r]``, little-endian from taddr's column on.
+
+    Refused (:class:`ModelError`, nothing written): a descriptor field no copy may use, a
+    start that breaks its swizzle row, a byte outside ``smem``, a column origin not a
+    multiple of 4, a lane or column outside the Tensor Memory.
+    """
+    ins = _ins(ins)
+    if ins.op != "tcgen05.cp":
+        raise ModelError(f"tcgen05_cp() cannot run {ins.op}")
+    op = ins.op
+    mem = _u8(smem, "shared memory")
+    d = _operand(ins, desc, ins.desc, "the descriptor")
+    reg = _operand(ins, taddr, ins.taddr, "taddr")
+    if ins.taddr is None and not 0 <= reg < 1 << 32:
+        raise ModelError(f"{op}: taddr {reg:#x} is not a 32-bit Tensor Memory address")
+    addr = (reg + ins.offset) % (1 << 32)
+    tm = np.zeros((TMEM_LANES, _tmem_cols(cols)), dtype=np.uint32) if tmem is None else tmem_image(tmem, cols)
+    try:
+        sd = descriptor.decode(d)
+        chunks = descriptor.chunk_addresses(ins, sd)
+    except descriptor.DescriptorError as e:
+        raise ModelError(f"{op}: {e}") from None
+    last = int(chunks.max()) + descriptor.CHUNK
+    if last > len(mem):
+        r, c = (int(x) for x in np.argwhere(chunks + descriptor.CHUNK > len(mem))[0])
+        raise ModelError(f"{op}: row {r} chunk {c} at {int(chunks[r, c]):#x} reaches past the {len(mem)} bytes "
+                         "of shared memory")
+    lane0, col0 = addr >> 16, addr & 0xFFFF
+    if col0 % 4:
+        raise ModelError(f"{op}: taddr's column {col0} is not a multiple of 4")
+    width = chunks.shape[1] * descriptor.CHUNK // 4          # columns a row spans
+    if col0 + width > tm.shape[1]:
+        raise ModelError(f"{op}: columns {col0}..{col0 + width - 1} reach beyond column {tm.shape[1] - 1}")
+    lanes = lane0 + layouts.cp_lane_table(ins).astype(np.int64)
+    if int(lanes.max()) >= TMEM_LANES:
+        raise ModelError(f"{op}: lanes {lane0}..{int(lanes.max())} reach beyond lane {TMEM_LANES - 1} "
+                         f"(taddr's lane {lane0})")
+    data = mem[chunks[..., None] + np.arange(descriptor.CHUNK)]     # (rows, chunks, 16)
+    if ins.src_fmt:
+        data = decompress(data, ins.src_fmt)
+    words = np.ascontiguousarray(data).reshape(len(chunks), -1).view("<u4").astype(np.uint32)
+    out = tm.copy()
+    for k in range(lanes.shape[1]):
+        out[lanes[:, k, None], col0 + np.arange(width)[None, :]] = words
     return out
 
 
