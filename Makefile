@@ -31,7 +31,8 @@ opensta:
 	@command -v sta >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq opensta; }
 
 # Main job: the RTL regression, then the H200 vectors and the sm_100 Tensor Memory records
-# through the RTL, and the H200 vectors through the model.
+# through the RTL, and the H200 vectors and the tcgen05.cp records through the model (the RTL
+# has no copy stage yet).
 # WAVES=1 writes waveforms (FST on Icarus, VCD on Verilator) into build/.
 sim: $(STAMP)
 	$(PY) tb/regress.py --n 300 --sim $(SIM) --policy $(POLICY) $(if $(WAVES),--waves)
@@ -41,6 +42,7 @@ sim: $(STAMP)
 		--policy $(POLICY)
 	$(PY) -m tensorlsu.cosim replay tb/data/sm100_tmem.jsonl --backend rtl --sim $(SIM)
 	$(PY) -m tensorlsu.cosim replay $(TRACE)
+	$(PY) -m tensorlsu.cosim replay tb/data/sm100_cp.jsonl
 
 replay: $(STAMP)
 	$(PY) -m tensorlsu.cosim replay $(TRACE)

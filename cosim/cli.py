@@ -71,7 +71,12 @@ def _draw(args) -> int:
     from tensorlsu.sim.ptx import PtxError, parse
     try:
         ins = parse(args.form, args.target)
-        if args.addr is None:
+        if ins.op == "tcgen05.cp":
+            desc = ins.desc if args.desc is None else args.desc
+            if desc is None:
+                raise ValueError("a tcgen05.cp is drawn for a descriptor: give --desc")
+            grid = draw.copy(ins, desc)
+        elif args.addr is None:
             grid = draw.layout(ins)
         else:
             try:
@@ -109,14 +114,18 @@ def main(argv=None) -> int:
                    help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
     r.add_argument("--show", type=int, default=20, metavar="N", help="print at most N failures")
-    d = sub.add_parser("draw", help="picture of a form's layout (who holds which element), or of the "
-                                    "bank quads' cycles for an ldmatrix / stmatrix address pattern")
+    d = sub.add_parser("draw", help="picture of a form's layout (who holds which element), of the "
+                                    "bank quads' cycles for an ldmatrix / stmatrix address pattern, or "
+                                    "of where a tcgen05.cp puts shared memory for a descriptor")
     d.add_argument("form", help='instruction text, e.g. "ldmatrix.sync.aligned.m8n8.x4.shared.b16"')
     d.add_argument("--out", metavar="FILE", help="picture to write, .svg or .png (default: FORM.svg)")
     d.add_argument("--target", default="sm_100a", help="target the form is parsed for")
     d.add_argument("--addr", metavar="A,B,...", help="ldmatrix / stmatrix row addresses (thread order): "
                                                      "draw the bank-quad schedule instead of the layout")
     d.add_argument("--policy", default="h200", choices=["h200", "packed"], help="schedule of --addr")
+    d.add_argument("--desc", type=lambda x: int(x, 0), metavar="D",
+                   help="tcgen05.cp: the 64-bit shared-memory descriptor (docs/tcgen05-cp.md): draw "
+                        "which shared-memory bytes land in each lane and column")
     args = p.parse_args(argv)
     return _draw(args) if args.cmd == "draw" else _replay(args)
 

@@ -3,7 +3,9 @@ the RTL are generated from (:mod:`tensorlsu.sim.layouts`).
 
 ``layout(ins)`` gives the grid of one instruction form: per cell of the matrix (ldmatrix,
 stmatrix, wmma.load) or of Tensor Memory (tcgen05.ld / tcgen05.st: lanes × columns), which
-thread and register hold it. ``schedule(ins, addr, policy)`` gives, for an ldmatrix / stmatrix
+thread and register hold it. ``copy(ins, desc)`` gives, for a tcgen05.cp and its descriptor,
+which shared-memory bytes land in each Tensor Memory lane and column (the swizzle made
+visible: a cell names its 4 bytes' address, coloured by the matrix row). ``schedule(ins, addr, policy)`` gives, for an ldmatrix / stmatrix
 and its row addresses, which rows each bank quad serves in each cycle. ``svg`` / ``png`` render
 either; ``tensorlsu draw`` is the command line.
 """
@@ -14,10 +16,10 @@ import colorsys
 from dataclasses import dataclass
 from html import escape
 
-from . import layouts, model
+from . import descriptor, layouts, model
 from .ptx import WMMA_BITS, Instr
 
-__all__ = ["Grid", "layout", "schedule", "svg", "png", "save"]
+__all__ = ["Grid", "layout", "schedule", "copy", "svg", "png", "save"]
 
 
 @dataclass
@@ -77,6 +79,31 @@ def layout(ins: Instr) -> Grid:
         return Grid(ins.form, lanes, width * halves, "lane (from taddr's)", "column (from taddr's; s: the split)",
                     cells, names)
     raise ValueError(f"draw: no layout for {ins.op}")
+
+
+def copy(ins: Instr, desc: int) -> Grid:
+    """Where a tcgen05.cp puts shared memory: per Tensor Memory lane (from taddr's) and column
+    (from taddr's column), the matrix row and the address of the 4 bytes it holds (with a
+    source format, the 16-byte chunk's address and which 4 of its 16 elements)."""
+    if ins.op != "tcgen05.cp":
+        raise ValueError(f"draw: copies are drawn for tcgen05.cp, not {ins.op}")
+    fields = descriptor.decode(desc)
+    chunks = descriptor.chunk_addresses(ins, fields)
+    lanes = layouts.cp_lane_table(ins)
+    per_chunk = descriptor.CHUNK // 4          # columns a chunk fills
+    cells: dict = {}
+    for r in range(chunks.shape[0]):
+        for c in range(chunks.shape[1]):
+            for w in range(per_chunk):
+                a = int(chunks[r, c])
+                label = (f"r{r} 0x{a:x}[{4 * w}:{4 * w + 4}]" if ins.src_fmt else f"r{r} 0x{a + 4 * w:x}")
+                for lane in lanes[r]:
+                    _hold(cells, (int(lane), c * per_chunk + w), label, r)
+    swz = f"swizzle {fields.swizzle_bytes} B" if fields.swizzle else "no swizzle"
+    title = (f"{ins.form}: start 0x{fields.start:x}, LBO {fields.lbo}, SBO {fields.sbo}, {swz}"
+             + (f", base offset {fields.base_offset}" if fields.base_offset else ""))
+    return Grid(title, int(lanes.max()) + 1, chunks.shape[1] * per_chunk, "lane (from taddr's)",
+                "column (from taddr's)", cells)
 
 
 def schedule(ins: Instr, addr, policy: str = "h200") -> Grid:

@@ -67,8 +67,8 @@ class Record:
         ins = self.ins
         if ins is None:
             return None
-        if ins.op in ("tcgen05.ld", "tcgen05.st"):
-            return "tensor"
+        if ins.op in ("tcgen05.ld", "tcgen05.st", "tcgen05.cp"):
+            return "tensor"     # a copy reads shared memory but writes Tensor Memory
         addr = self.raw.get("addr")
         if ins.op != "wmma.load" or not isinstance(addr, int):
             return "shared"
@@ -102,9 +102,11 @@ def _validate(line: int, r) -> None:
     for k in ("smem", "gmem", "tmem"):
         if k in r:
             _hex(line, k, r[k])
-    for k in ("gmem_base", "stride", "taddr", "warp", "split", "tmem_cols"):
+    for k in ("gmem_base", "stride", "taddr", "warp", "split", "tmem_cols", "desc"):
         if k in r:
             _int(line, k, r[k])
+    if "desc" in r and not 0 <= r["desc"] < 1 << 64:
+        raise TraceError(f"line {line}: desc must be a 64-bit descriptor (0 … 2^64 - 1)")
     if "addr" in r:
         a = r["addr"]
         if isinstance(a, list):
@@ -180,7 +182,9 @@ class ModelBackend:
         r, ins = rec.raw, rec.ins
         smem = shared_image(r, self.smem_bytes or SMEM_BYTES)
         need = {"ldmatrix": ("addr",), "stmatrix": ("addr",), "wmma.load": ("addr",),
-                "tcgen05.ld": ("taddr", "warp"), "tcgen05.st": ("taddr", "warp")}[ins.op]
+                "tcgen05.ld": ("taddr", "warp"), "tcgen05.st": ("taddr", "warp"),
+                # a copy's operands may be immediates of the text instead
+                "tcgen05.cp": ("taddr",) * (ins.taddr is None) + ("desc",) * (ins.desc is None)}[ins.op]
         for k in need:
             if k not in r:
                 raise TraceError(f"line {rec.line}: {ins.op} needs '{k}'")
@@ -204,6 +208,9 @@ class ModelBackend:
                 out["wavefronts"] = model.wavefronts(ins, r["addr"], self.policy, stride=r.get("stride"))
             return out
         tmem, cols = bytes.fromhex(r.get("tmem", "")), r.get("tmem_cols", model.TMEM_COLS)
+        if ins.op == "tcgen05.cp":
+            out = model.tcgen05_cp(ins, smem, r.get("desc"), r.get("taddr"), tmem, cols=cols)
+            return {"tmem": emitted_image(r, out.astype("<u4").tobytes(), "tmem")}
         if ins.op == "tcgen05.st":
             regs = r.get("regs", np.zeros((32, ins.nregs), dtype=np.uint32))   # absent: zeros
             out = model.tcgen05_st(ins, tmem, r["taddr"], r["warp"], regs, r.get("split"), cols=cols)

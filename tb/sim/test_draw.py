@@ -113,3 +113,25 @@ def test_cli(tmp_path, capsys):
     assert "expected comma-separated integers" in capsys.readouterr().err
     assert cli.main(["draw", "tcgen05.ld.sync.aligned.32x32b.x1.b32", "--addr", "0"]) == 2
     assert "drawn for ldmatrix and stmatrix, not tcgen05.ld" in capsys.readouterr().err
+
+
+def test_copy_draws_where_shared_memory_lands(tmp_path):
+    """The worked example of the tcgen05.cp summary: 128x128b, no swizzle, start 0, SBO 128:
+    lane r holds the 16 bytes at 16 r; with the 128-byte swizzle, row 1's first chunk comes
+    from 144; with .warpx4 the 32 rows land in every quadrant."""
+    from tensorlsu.sim import descriptor
+    plain = draw.svg(draw.copy(ptx.parse("tcgen05.cp.cta_group::1.128x128b"), descriptor.encode(0, 0, 128)))
+    cells = _svg_cells(plain)
+    assert len(cells) == 128 * 4
+    assert all(cells[(r, w)] == [f"r{r} 0x{16 * r + 4 * w:x}"] for r in range(128) for w in range(4))
+    sw = _svg_cells(draw.svg(draw.copy(ptx.parse("tcgen05.cp.cta_group::1.128x256b"),
+                                       descriptor.encode(0, 0, 1024, 2))))
+    assert sw[(1, 0)] == ["r1 0x90"] and sw[(1, 4)] == ["r1 0x80"]
+    cast = _svg_cells(draw.svg(draw.copy(ptx.parse("tcgen05.cp.cta_group::1.32x128b.warpx4.b8x16.b4x16_p64"),
+                                         descriptor.encode(0, 0, 128))))
+    assert [cast[(lane, 1)] for lane in (5, 37, 69, 101)] == [["r5 0x50[4:8]"]] * 4
+    out = tmp_path / "cp.svg"
+    assert cli.main(["draw", "tcgen05.cp.cta_group::1.128x128b", "--desc",
+                     hex(descriptor.encode(0, 0, 128)), "--out", str(out)]) == 0
+    assert _svg_cells(out.read_text()) == cells
+    assert cli.main(["draw", "tcgen05.cp.cta_group::1.128x128b"]) == 2           # no descriptor

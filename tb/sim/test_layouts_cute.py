@@ -3,30 +3,13 @@
 No hardware here runs these forms, so the expected values are derived independently of
 sim/layouts.py: the SrcLayout / DstLayout / ValID shapes and strides below are transcribed
 from CUTLASS include/cute/atom/copy_traits_sm100.hpp (and the register shuffle of
-include/cute/arch/copy_sm100.hpp), evaluated with a small CuTe layout function written here.
+include/cute/arch/copy_sm100.hpp), evaluated with the small CuTe layout function of tb/cute.py;
+the tcgen05.cp atoms are transcribed there (the trace writer uses them too).
 """
 
-import numpy as np
 import pytest
+from cute import UTCCP, cute, utccp_lanes
 from tensorlsu.sim import layouts, ptx
-
-
-def _flat(x):
-    return [y for e in x for y in _flat(e)] if isinstance(x, tuple) else [x]
-
-
-def cute(shape, stride, *coord):
-    """Evaluate a CuTe layout at one coordinate per top-level mode (colexicographic)."""
-    out = 0
-    for sh, st, c in zip(shape, stride, coord):
-        for s, d in zip(_flat(sh), _flat(st)):
-            out += (c % s) * d
-            c //= s
-    return out
-
-
-def _size(shape):
-    return int(np.prod(_flat(shape)))
 
 
 # ---- ldmatrix / stmatrix (copy_traits_sm100.hpp) --------------------------------------
@@ -183,41 +166,15 @@ def test_tmem_repeats_along_columns():
             assert (blk[..., 1] == t1[..., 1] + k * width).all()
 
 
-# ---- tcgen05.cp (SM100_UTCCP_* traits) ----------------------------------------------------
-# ValID maps a logical bit, numbered [rows of the matrix (the core-matrix strided mode), bits
-# of a row (the leading mode), repeat, broadcast], to a Tensor Memory bit address (lane ·
-# DP_b + bit); SrcLayout / DstLayout map the atom's values to logical bits. A value's data
-# is logical bit Src(v) of the matrix and lands at ValID(Dst(v)).
-DP = 1 << 21   # TMEM::DP_b: one lane, in bits
-UTCCP = {  # (shape, multicast): (rows M0 of the strided mode, bits K, ValID, Src, Dst)
-    ("128x256b", None): (128, 256, ((128, 256), (DP, 1)), (32768, 1), (32768, 1)),
-    ("128x128b", None): (128, 128, ((128, 128), (DP, 1)), (16384, 1), (16384, 1)),
-    ("4x256b", None): (128, 256, ((128, 256), (DP, 1)), ((4, 256), (32, 128)), ((4, 256), (32, 128))),
-    ("32x128b", "warpx4"): (32, 128, ((32, 128, 4), (DP, 1, 32 * DP)), ((32, 128, 4), (1, 32, 0)), (16384, 1)),
-    ("64x128b", "warpx2::02_13"): (64, 128, ((64, 128, 2), (DP, 1, 64 * DP)), ((64, 128, 2), (1, 64, 0)),
-                                   (16384, 1)),
-    ("64x128b", "warpx2::01_23"): (32, 128, ((32, 128, 2, 2), (DP, 1, 64 * DP, 32 * DP)),
-                                   ((32, 128, 2, 2), (1, 32, 4096, 0)), (16384, 1)),
-}
-
+# ---- tcgen05.cp (SM100_UTCCP_* traits, tb/cute.py) -------------------------------------------
 
 @pytest.mark.parametrize("shape,cast", sorted(UTCCP, key=str))
 def test_cp_lanes_match_cute(shape, cast):
-    m0, kbits, (vshape, vstride), (sshape, sstride), (dshape, dstride) = UTCCP[(shape, cast)]
     ins = ptx.parse(f"tcgen05.cp.cta_group::1.{shape}{'.' + cast if cast else ''}", "sm_100a")
     L = layouts.cp_lane_table(ins).astype(int)
     rows, bits = ptx.CP_SHAPES[shape]
-    landed = {}
-    for v in range(_size(sshape)):
-        src = cute((sshape,), (sstride,), v)
-        row, bit = src % m0 + m0 * (src // (m0 * kbits)), (src // m0) % kbits
-        if shape == "4x256b":
-            # the atom numbers the four rows as the logical rows 0, 32, 64, 96 it refreshes
-            assert row % 32 == 0
-            row //= 32
-        lane, tbit = divmod(cute((vshape,), (vstride,), cute((dshape,), (dstride,), v)), DP)
-        landed.setdefault(row, set()).add((lane, tbit - bit))
-    assert sorted(landed) == list(range(rows))
-    for row, places in landed.items():
-        # every bit of a row lands in the same column offsets (bit b at bit b), in the table's lanes
+    got = utccp_lanes(shape, cast)
+    assert sorted(got) == list(range(rows))
+    for row, places in got.items():
+        # every bit of a row lands at the same bit of a column (shift 0), in the table's lanes
         assert places == {(int(x), 0) for x in L[row]}, row

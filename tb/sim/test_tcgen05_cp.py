@@ -1,18 +1,17 @@
 """tcgen05.cp in the model: the descriptor's fields, the walk, decompression, and every refusal.
 
-Expected values are derived here, independently of sim/descriptor.py and model.tcgen05_cp:
-the matrix is placed in shared memory through CUTLASS's canonical K-major layout (the
-UmmaDescriptor comment of include/cute/arch/mma_sm100_desc.hpp, transcribed below and
-evaluated with the CuTe layout function of test_layouts_cute.py) composed with CuTe's
-Swizzle<B, 4, 3> on the byte address; the lanes each row lands in are checked against
-CUTLASS's UTCCP atoms in test_layouts_cute.py; the descriptor's bit fields against
-CUTLASS's SmemDescriptor bitfield (version 1 at bits 46-47, layout type at 61-63).
+Expected values are derived independently of sim/descriptor.py, sim/layouts.py and
+model.tcgen05_cp (tb/cute.py): the matrix is placed in shared memory through CUTLASS's
+canonical K-major layout (the comment of make_umma_desc in include/cute/arch/mma_sm100_desc.hpp)
+composed with CuTe's Swizzle<B, 4, 3> on the byte address, and each row is expected in the
+lanes CUTLASS's UTCCP atoms give it; the descriptor's bit fields follow CUTLASS's
+SmemDescriptor bitfield (version 1 at bits 46-47, layout type at 61-63).
 """
 
+import cute
 import numpy as np
 import pytest
-from test_layouts_cute import cute
-from tensorlsu.sim import layouts, model, ptx
+from tensorlsu.sim import model, ptx
 from tensorlsu.sim import descriptor as D
 from tensorlsu.sim.decompress import compress
 from tensorlsu.sim.model import ModelError
@@ -20,8 +19,6 @@ from tensorlsu.sim.model import ModelError
 SMEM = 228 * 1024
 FORMS = [("128x256b", None), ("4x256b", None), ("128x128b", None), ("64x128b", "warpx2::02_13"),
          ("64x128b", "warpx2::01_23"), ("32x128b", "warpx4")]
-#: swizzle code → (B of Swizzle<B,4,3>, the 8-row group's row stride in 16-byte units)
-CANONICAL = {0: (0, 1), 6: (1, 2), 4: (2, 4), 2: (3, 8)}
 
 
 def _ins(shape, cast=None, fmt=None, addr="[t]"):
@@ -29,41 +26,12 @@ def _ins(shape, cast=None, fmt=None, addr="[t]"):
     return ptx.parse(f"tcgen05.cp.{q} {addr}, d;", "sm_100a")
 
 
-def _swizzle(addr, b):
-    """CuTe's Swizzle<B, 4, 3> on a byte address: bits 4 … 3+B ^= bits 7 … 6+B."""
-    return addr ^ (((addr >> 7) & ((1 << b) - 1)) << 4)
-
-
 def _place(matrix, start, lbo, sbo, code, base_offset=0):
-    """Shared memory holding ``matrix`` (rows × bytes) in the canonical K-major layout
-    ``((8, m), (T, 2)) : ((S/16, SBO), (1, LBO or 1))`` (uint128 units), swizzled. With a base
-    offset the swizzle pattern is anchored ``base_offset`` 128-byte rows before the absolute
-    one (the pattern starts at the matrix)."""
-    b, row_step = CANONICAL[code]
-    rows, nbytes = matrix.shape
-    chunks = nbytes // 16
-    smem = np.zeros(SMEM, dtype=np.uint8)
-    shape = ((8, rows // 8 if rows >= 8 else 1), chunks)
-    stride = ((row_step, sbo // 16), lbo // 16 if code == 0 else 1)
-    for r in range(rows):
-        for c in range(chunks):
-            unit = cute(shape, stride, r, c)
-            for j in range(16):
-                a = start + 16 * unit + j
-                rel = _swizzle(a - 128 * base_offset, b) + 128 * base_offset if b else a
-                smem[rel] = matrix[r, 16 * c + j]
-    return smem
+    return cute.place(matrix, start, lbo, sbo, code, base_offset, SMEM)
 
 
 def _expect(ins, matrix, taddr, before):
-    """The image with each row's bytes in its lanes (cp_lane_table), little-endian from the column."""
-    out = before.copy()
-    lane0, col0 = taddr >> 16, taddr & 0xFFFF
-    words = matrix.reshape(matrix.shape[0], -1).view("<u4")
-    for r in range(matrix.shape[0]):
-        for lane in layouts.cp_lane_table(ins)[r]:
-            out[lane0 + lane, col0:col0 + words.shape[1]] = words[r]
-    return out
+    return cute.landed(ins.shape, ins.multicast, matrix, taddr, before)
 
 
 @pytest.mark.parametrize("shape,cast", FORMS)

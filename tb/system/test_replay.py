@@ -215,3 +215,32 @@ def test_model_and_rtl_refuse_rows_and_matrices_past_the_image(tmp_path, sim, ca
     assert [o.passed for o in model] == [True] * len(recs), [o.failures for o in model]
     assert cli.main(["replay", str(path), "--backend", "rtl", "--sim", sim]) == 0, capsys.readouterr().out[-3000:]
     assert f"{len(recs)} records, {len(recs)} passed, 0 failed" in capsys.readouterr().out
+
+
+def test_tcgen05_cp_vectors_pass_and_are_what_the_writer_writes():
+    """tb/data/sm100_cp.jsonl: expectations from CUTLASS's layouts (tb/cute.py), not the model;
+    every record passes the model, and the file is the writer's output (seed 1)."""
+    import make_cp_trace
+    path = DATA / "sm100_cp.jsonl"
+    assert [json.loads(line) for line in path.read_text().splitlines()] == make_cp_trace.records(1)
+    outcomes = list(trace.run(trace.load(path), trace.ModelBackend()))
+    bad = [f"line {o.record.line}: {o.failures}" for o in outcomes if not o.passed]
+    assert not bad, "\n".join(bad[:10])
+    refused = [o for o in outcomes if "error" in o.record.expect]
+    assert len(outcomes) == 92 and len(refused) == 20
+    forms = trace.summarize(outcomes)
+    assert {f.split(".", 3)[3] for f in forms} >= {  # every shape, multicast and format, both groups
+        f"{s}{c}{f}" for s, c in (("128x256b", ""), ("4x256b", ""), ("128x128b", ""), ("64x128b", ".warpx2::02_13"),
+                                  ("64x128b", ".warpx2::01_23"), ("32x128b", ".warpx4"))
+        for f in ("", ".b8x16.b6x16_p32", ".b8x16.b4x16_p64")}
+
+
+def test_tcgen05_cp_record_names_a_wrong_byte(tmp_path):
+    rec = json.loads((DATA / "sm100_cp.jsonl").read_text().splitlines()[0])
+    want = bytearray.fromhex(rec["expect"]["tmem"])
+    want[4 * 32 * 5 + 3] ^= 0x10            # lane 5, column 0, byte 3
+    rec["expect"]["tmem"] = want.hex()
+    p = tmp_path / "t.jsonl"
+    p.write_text(json.dumps(rec) + "\n")
+    [o] = trace.run(trace.load(p), trace.ModelBackend())
+    assert o.failures and "(lane 5, column 0)" in o.failures[0]
