@@ -359,14 +359,19 @@ CENSUS_MAX = 1_000_000
 
 
 def component_of(endpoint: str) -> str:
-    """The top-level component a register or macro pin belongs to (``fetch.rows.lane3[0]_reg/D``
-    → ``fetch``; a block run alone sits under ``dut.``: its own components; a register of
-    the top module itself → ``top``)."""
-    name = endpoint.split("/")[0]
+    """The top-level component a register or macro pin belongs to: the instance of a module
+    kept whole (``tmem2/store.w_data[3]_reg/D`` → ``tmem2``), else the first part of the
+    flattened name (``fetch.rows.lane3[0]_reg/D`` → ``fetch``; a block run alone sits under
+    ``dut.``: its own components; Amaranth's ``$N`` suffixes dropped); a register of the top
+    module itself → ``top``."""
+    parts = endpoint.split("/")
+    if len(parts) > 2:
+        return parts[0]
+    name = parts[0]
     name = name[len("dut."):] if name.startswith("dut.") else name
     if "." not in name:
         return "top"
-    return name.split(".")[0]
+    return re.sub(r"\$\d+$", "", name.split(".")[0])
 
 
 def parse_census(text: str) -> dict:
@@ -388,6 +393,7 @@ def parse_census(text: str) -> dict:
 def parse_sta(text: str) -> dict:
     """The worst path of each group: slack, start and end points and the cells on it."""
     paths = {}
+    text = text.split(CENSUS, 1)[0]         # the census after the paths lists cells too
     for block in re.split(r"\n(?=Startpoint:)", text):
         start = re.search(r"Startpoint: (\S+)", block)
         end = re.search(r"Endpoint: (\S+)", block)

@@ -60,6 +60,9 @@ def test_component_of_names_the_top_level_component():
     assert asic.component_of("dut.steps.var[3]_reg/D") == "steps"
     assert asic.component_of("dut.valid_reg/D") == "top"
     assert asic.component_of("out[17]_reg/D") == "top"
+    assert asic.component_of("dut.store$144.w_data__0__1[966]_reg/D") == "store"
+    assert asic.component_of("tmem2/store$144.w_data__1__0[330]_reg/D") == "tmem2"
+    assert asic.component_of("tmem3/banks.bank1.0.0.mem.0.16/addr_in_A[3]") == "tmem3"
 
 
 @pytest.mark.parametrize("verilog", [False, True], ids=["rtlil", "emitted-verilog"])
