@@ -42,6 +42,11 @@ class Error(enum.Enum, shape=unsigned(4)):
     SLVERR = 9
     #: Global memory: a read of the instruction's lines returned DECERR (no subordinate there).
     DECERR = 10
+    #: tcgen05.cp: a descriptor field no copy may use (reserved or fixed bits, the
+    #: byte-address mode, swizzle code 1, 3, 5 or 7).
+    DESCRIPTOR = 11
+    #: tcgen05.cp: a lane past the last of Tensor Memory.
+    LANES = 12
 
 
 class Space(enum.Enum, shape=unsigned(2)):
