@@ -1,0 +1,102 @@
+"""Copy walk: the steps of a tcgen05.cp, each the chunks of one 8-row group at one chunk index."""
+
+from __future__ import annotations
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from tensorlsu.sim.descriptor import CHUNK, GROUP_ROWS
+
+from ..params import Params
+from .check import ADDR_BITS
+from .records import FORM_BITS, FORMS, SLOTS, form_chunks, form_rows, step_layout
+
+__all__ = ["CopyWalk"]
+
+
+class CopyWalk(wiring.Component):
+    """The walk of docs/tcgen05-cp.md, a step at a time: step ``(g, c)`` reads chunk ``c`` of
+    rows ``8g`` … ``8g+7`` (of a .4x256b, rows 0 … 3), slot ``k`` at
+
+        start + k·S + g·SBO + c·(LBO unswizzled, else 16), swizzled,
+
+    as the bank quad ``(address / 16) mod 8`` and the line ``address / 128`` of shared
+    memory. Steps go chunk by chunk within a group, group by group: ``groups × chunks`` of
+    them (32 for a .128x256b: 128 bytes a step). No multiplier: the group's base moves by SBO
+    a group.
+
+    Latency: ``step`` is valid the cycle after ``start``; the next step the cycle after
+    ``advance``. ``start`` is taken only while idle (``busy`` low).
+
+    Members
+    -------
+    start : In(1)
+        Begin a copy of ``form`` with these descriptor fields (checked: CopyCheck).
+    form : In(FORM_BITS)
+    addr, lbo, sbo : In(ADDR_BITS)
+        The descriptor's start address and offsets, bytes.
+    base_offset : In(3)
+    swizzle_log : In(2)
+    advance : In(1)
+        The step on ``step`` has been read: go to the next.
+    step : Out(step_layout(line_bits))
+    valid : Out(1)
+        ``step`` is a step of the copy.
+    busy : Out(1)
+        Same as ``valid``: a copy is being walked.
+    """
+
+    def __init__(self, params: Params):
+        self.params = params
+        self.line_bits = params.line_bits
+        super().__init__({"start": In(1), "form": In(FORM_BITS), "addr": In(ADDR_BITS), "lbo": In(ADDR_BITS),
+                          "sbo": In(ADDR_BITS), "base_offset": In(3), "swizzle_log": In(2), "advance": In(1),
+                          "step": Out(step_layout(params.line_bits)), "valid": Out(1), "busy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        wide = ADDR_BITS + 6                     # room for 15 groups of SBO past the start
+        form, lbo, base_offset, swz = (Signal(FORM_BITS, name="w_form"), Signal(ADDR_BITS, name="w_lbo"),
+                                       Signal(3, name="w_base_offset"), Signal(2, name="w_swizzle_log"))
+        sbo = Signal(ADDR_BITS, name="w_sbo")
+        gbase = Signal(wide, name="w_gbase")     # start + g·SBO
+        group, chunk, valid = Signal(4, name="w_group"), Signal(name="w_chunk"), Signal(name="w_valid")
+        last_group, two_chunks, group_rows = Signal(4), Signal(), Signal(range(GROUP_ROWS + 1))
+        with m.Switch(form):
+            for f, (shape, _) in enumerate(FORMS):
+                with m.Case(f):
+                    m.d.comb += [last_group.eq(max(form_rows(f) // GROUP_ROWS, 1) - 1),
+                                 two_chunks.eq(form_chunks(f) == 2),
+                                 group_rows.eq(min(form_rows(f), GROUP_ROWS))]
+        last = Signal()
+        m.d.comb += [last.eq((group == last_group) & (chunk == two_chunks)),
+                     self.valid.eq(valid), self.busy.eq(valid)]
+        with m.If(self.start & ~valid):
+            m.d.sync += [valid.eq(1), form.eq(self.form), lbo.eq(self.lbo), sbo.eq(self.sbo),
+                         base_offset.eq(self.base_offset), swz.eq(self.swizzle_log), gbase.eq(self.addr),
+                         group.eq(0), chunk.eq(0)]
+        with m.Elif(valid & self.advance):
+            with m.If(last):
+                m.d.sync += valid.eq(0)
+            with m.Elif(chunk != two_chunks):
+                m.d.sync += chunk.eq(1)
+            with m.Else():
+                m.d.sync += [chunk.eq(0), group.eq(group + 1), gbase.eq(gbase + sbo)]
+
+        out = self.step
+        step_off = Signal(ADDR_BITS)
+        m.d.comb += [step_off.eq(Mux(chunk, Mux(swz == 0, lbo, CHUNK), 0)),
+                     out.chunk.eq(chunk), out.group.eq(group), out.last.eq(last)]
+        mask = Signal(3)
+        m.d.comb += mask.eq(Mux(swz == 0, 0, Mux(swz == 1, 0b001, Mux(swz == 2, 0b011, 0b111))))
+        for k in range(SLOTS):
+            pre = Signal(wide, name=f"w_pre{k}")
+            post = Signal(wide, name=f"w_addr{k}")
+            key = Signal(3, name=f"w_key{k}")
+            m.d.comb += [pre.eq(gbase + (k << (swz + 4)) + step_off),
+                         key.eq(((pre >> 7) - base_offset)[0:3] & mask),
+                         post.eq(pre ^ (key << 4)),
+                         out.slots[k].valid.eq(valid & (k < group_rows)),
+                         out.slots[k].quad.eq(post[4:7]), out.slots[k].line.eq(post >> 7)]
+        return m
