@@ -21,8 +21,9 @@ from amaranth.back import rtlil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from specs import SPECS as SHARED_SPECS  # noqa: E402
 from tmem_specs import TMEM_SPECS  # noqa: E402
+from copy_specs import COPY_SPECS  # noqa: E402
 
-SPECS = {**SHARED_SPECS, **TMEM_SPECS}
+SPECS = {**SHARED_SPECS, **TMEM_SPECS, **COPY_SPECS}
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECT_FAIL = {name for name in SPECS if name.startswith("broken")}

@@ -15,20 +15,25 @@ G       GlobalFetch         serves a global wmma.load pass through the AXI port,
 E       ResultStage         instruction entries, row buffer, result beats via the shuffle
 —       SharedBanks         the bank quads' memories and the fill / dump port
 T0…T3   TmemQuadrant        Tensor Memory: one lane quadrant each, its own tcgen05 port
+C       CopyStage           tcgen05.cp: shared banks → decompressor → quadrants
 ======  ==================  ===============================================================
 
 The four Tensor Memory quadrants sit beside the shared-memory path and share nothing with it
-or with each other: warp ``w`` of a warpgroup drives ``tmem_*[w mod 4]``.
+or with each other: warp ``w`` of a warpgroup drives ``tmem_*[w mod 4]``. The copy stage
+joins them: it takes the banks while the shared path is quiet (which then takes no
+instruction) and holds the quadrants it writes (docs/tcgen05-cp.md).
 
 docs/ARCHITECTURE.md describes the flow; each component's docstring its latency and contract.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .copy.records import cp_instr_layout, cp_result_layout
+from .copy.stage import CopyStage
 from .gmem.axi import AxiSignature
 from .gmem.fetch import GlobalFetch
 from .params import Params
@@ -97,6 +102,10 @@ class LoadStoreUnit(wiring.Component):
     tmem_instr, tmem_store, tmem_result, tmem_fill, tmem_dump_req, tmem_dump : arrays of 4
         Each Tensor Memory quadrant's ports (:class:`~tensorlsu.hdl.tmem.quadrant.TmemQuadrant`);
         absent when ``params.tmem_columns`` is 0.
+    cp_instr, cp_result : In / Out(stream.Signature(...))
+        tcgen05.cp: the form, source format, descriptor and taddr in; one beat per copy out,
+        after its last write, with its error (:class:`~tensorlsu.hdl.copy.stage.CopyStage`);
+        present with Tensor Memory of two banks a quadrant (``params.copy_port``).
     """
 
     def __init__(self, params: Params | None = None, **kwargs):
@@ -127,6 +136,9 @@ class LoadStoreUnit(wiring.Component):
             "tmem_fill": In(stream.Signature(tmem_fill_layout(p.tmem))).array(QUADRANTS),
             "tmem_dump_req": In(stream.Signature(unsigned(p.tmem.col_bits))).array(QUADRANTS),
             "tmem_dump": Out(stream.Signature(data.ArrayLayout(unsigned(32), LANES))).array(QUADRANTS),
+        }) | ({} if not p.copy_port else {
+            "cp_instr": In(stream.Signature(cp_instr_layout())),
+            "cp_result": Out(stream.Signature(cp_result_layout())),
         }))
 
     def elaborate(self, platform):
@@ -146,7 +158,6 @@ class LoadStoreUnit(wiring.Component):
         wiring.connect(m, take.take, result.take, ring.take)
         wiring.connect(m, take.shared, bank.take)
         wiring.connect(m, wiring.flipped(self.store), bank.store)
-        wiring.connect(m, bank.banks, banks.port)
         wiring.connect(m, result.entries, ring.entries)
         wiring.connect(m, result.result, wiring.flipped(self.result))
         for port in ("fill", "dump_req"):
@@ -172,16 +183,39 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += [take.stages_free.eq(Cat(*[s.free for s in stages]).all()),
                      ring.fill_buf.eq(progress.buf),
                      ring.advance.eq(Cat(*[s.advance for s in stages]).any())]
-        # fill and dump run while nothing is in flight; they hold the instruction port
-        m.d.comb += [banks.quiet.eq(~accept.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &
-                                    (result.entries.valid == 0)),
-                     accept.stall.eq(banks.claim)]
-
-        if p.tmem is not None:
-            for q in range(QUADRANTS):
-                quad = m.submodules[f"tmem{q}"] = TmemQuadrant(p.tmem, q)
-                for port in ("instr", "store", "fill", "dump_req"):
-                    wiring.connect(m, wiring.flipped(getattr(self, f"tmem_{port}")[q]), getattr(quad, port))
-                for port in ("result", "dump"):
-                    wiring.connect(m, getattr(quad, port), wiring.flipped(getattr(self, f"tmem_{port}")[q]))
+        # fill, dump and a copy run while nothing is in flight; they hold the instruction port
+        quiet = Signal()
+        m.d.comb += quiet.eq(~accept.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &
+                             (result.entries.valid == 0))
+        if p.tmem is None:
+            m.d.comb += [banks.quiet.eq(quiet), accept.stall.eq(banks.claim)]
+            wiring.connect(m, bank.banks, banks.port)
+            return m
+        quads = [TmemQuadrant(p.tmem, q) for q in range(QUADRANTS)]
+        for q, quad in enumerate(quads):
+            m.submodules[f"tmem{q}"] = quad
+            for port in ("instr", "store", "fill", "dump_req"):
+                wiring.connect(m, wiring.flipped(getattr(self, f"tmem_{port}")[q]), getattr(quad, port))
+            for port in ("result", "dump"):
+                wiring.connect(m, getattr(quad, port), wiring.flipped(getattr(self, f"tmem_{port}")[q]))
+        if not p.copy_port:
+            m.d.comb += [banks.quiet.eq(quiet), accept.stall.eq(banks.claim)]
+            wiring.connect(m, bank.banks, banks.port)
+            return m
+        m.submodules.copy = cp = CopyStage(p)
+        wiring.connect(m, wiring.flipped(self.cp_instr), cp.instr)
+        wiring.connect(m, cp.result, wiring.flipped(self.cp_result))
+        # a fill or dump claims the banks first; a fill waits for a copy that holds them
+        m.d.comb += [cp.smem_size.eq(self.smem_size), cp.quiet.eq(quiet & ~banks.claim),
+                     banks.quiet.eq(quiet & ~cp.reading), accept.stall.eq(banks.claim | cp.active)]
+        for q, quad in enumerate(quads):
+            m.d.comb += [cp.tmem_idle[q].eq(quad.idle), quad.hold.eq(cp.hold[q])]
+            wiring.connect(m, cp.tmem[q], quad.copy)
+        # the banks' port: the bank stage's, or the copy's reads while it holds them
+        port, own = banks.port, cp.active
+        for q in range(p.quads):
+            m.d.comb += [port.line[q].eq(Mux(own, cp.banks.line[q], bank.banks.line[q])),
+                         port.wdata[q].eq(bank.banks.wdata[q]),
+                         bank.banks.rdata[q].eq(port.rdata[q]), cp.banks.rdata[q].eq(port.rdata[q])]
+        m.d.comb += [port.read.eq(Mux(own, cp.banks.read, bank.banks.read)), port.write.eq(bank.banks.write)]
         return m

@@ -172,6 +172,12 @@ class Params:
         return TmemParams(self.tmem_columns, self.tmem_banks) if self.tmem_columns else None
 
     @property
+    def copy_port(self) -> bool:
+        """The unit has the tcgen05.cp port: Tensor Memory of two banks a quadrant (a copy step
+        writes four columns, one per port of the two banks)."""
+        return self.tmem is not None and self.tmem_banks == 2
+
+    @property
     def axi_id_bits(self) -> int:
         """Width of the AXI ids of the global port: one id per outstanding burst."""
         return max(1, (self.axi_outstanding - 1).bit_length())

@@ -17,6 +17,7 @@ from tensorlsu.sim.descriptor import CHUNK, GROUP_ROWS
 
 from ..codes import FMT_BITS, FORMAT_CODES, Error
 from ..params import TMEM_LANES, TMEM_QUADRANTS
+from ..tmem.records import COPY_ROWS
 
 __all__ = ["FORMS", "FORM_BITS", "SLOTS", "form_id", "cp_instr_layout", "cp_result_layout", "step_layout",
            "instr_fields", "form_rows", "form_chunks", "form_lanes", "group_targets"]
@@ -25,8 +26,9 @@ __all__ = ["FORMS", "FORM_BITS", "SLOTS", "form_id", "cp_instr_layout", "cp_resu
 FORMS = (("128x256b", None), ("128x128b", None), ("4x256b", None), ("64x128b", "warpx2::02_13"),
          ("64x128b", "warpx2::01_23"), ("32x128b", "warpx4"))
 FORM_BITS = 3
-#: Chunks a step reads: the eight rows of a core-matrix group, one chunk each (128 bytes).
-SLOTS = GROUP_ROWS
+#: Chunks a step reads: the eight rows of a core-matrix group, one chunk each (128 bytes), the
+#: rows a quadrant's copy port takes.
+SLOTS = COPY_ROWS
 
 
 def form_id(ins: ptx.Instr) -> int:

@@ -53,15 +53,28 @@ class CopyWalk(wiring.Component):
         super().__init__({"start": In(1), "form": In(FORM_BITS), "addr": In(ADDR_BITS), "lbo": In(ADDR_BITS),
                           "sbo": In(ADDR_BITS), "base_offset": In(3), "swizzle_log": In(2), "advance": In(1),
                           "step": Out(step_layout(params.line_bits)), "valid": Out(1), "busy": Out(1)})
+        # the walk's state, named here for the proof's invariant (formal/copy_specs.py)
+        self.state = {"form": Signal(FORM_BITS, name="w_form"), "lbo": Signal(ADDR_BITS, name="w_lbo"),
+                      "sbo": Signal(ADDR_BITS, name="w_sbo"), "base_offset": Signal(3, name="w_base_offset"),
+                      "swizzle_log": Signal(2, name="w_swizzle_log"), "gbase": Signal(self.WIDE, name="w_gbase"),
+                      "group": Signal(4, name="w_group"), "chunk": Signal(name="w_chunk"),
+                      "valid": Signal(name="w_valid")}
+
+    #: Width of the walk's addresses: the start plus 15 groups of SBO.
+    WIDE = ADDR_BITS + 4
+
+    @staticmethod
+    def _key(addr, base_offset):
+        """The swizzle's XOR key before its mask: the 128-byte row less the base offset."""
+        return ((addr >> 7) - base_offset)[0:3]
 
     def elaborate(self, platform):
         m = Module()
-        wide = ADDR_BITS + 6                     # room for 15 groups of SBO past the start
-        form, lbo, base_offset, swz = (Signal(FORM_BITS, name="w_form"), Signal(ADDR_BITS, name="w_lbo"),
-                                       Signal(3, name="w_base_offset"), Signal(2, name="w_swizzle_log"))
-        sbo = Signal(ADDR_BITS, name="w_sbo")
-        gbase = Signal(wide, name="w_gbase")     # start + g·SBO
-        group, chunk, valid = Signal(4, name="w_group"), Signal(name="w_chunk"), Signal(name="w_valid")
+        wide = self.WIDE
+        st = self.state
+        form, lbo, sbo, base_offset, swz = st["form"], st["lbo"], st["sbo"], st["base_offset"], st["swizzle_log"]
+        gbase = st["gbase"]                      # start + g·SBO
+        group, chunk, valid = st["group"], st["chunk"], st["valid"]
         last_group, two_chunks, group_rows = Signal(4), Signal(), Signal(range(GROUP_ROWS + 1))
         with m.Switch(form):
             for f, (shape, _) in enumerate(FORMS):
@@ -95,7 +108,7 @@ class CopyWalk(wiring.Component):
             post = Signal(wide, name=f"w_addr{k}")
             key = Signal(3, name=f"w_key{k}")
             m.d.comb += [pre.eq(gbase + (k << (swz + 4)) + step_off),
-                         key.eq(((pre >> 7) - base_offset)[0:3] & mask),
+                         key.eq(self._key(pre, base_offset) & mask),
                          post.eq(pre ^ (key << 4)),
                          out.slots[k].valid.eq(valid & (k < group_rows)),
                          out.slots[k].quad.eq(post[4:7]), out.slots[k].line.eq(post >> 7)]

@@ -43,7 +43,7 @@ left.
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -53,7 +53,7 @@ from .banks import TmemBanks, pick, row_of
 from .check import TmemCheck
 from .load import TmemLoad
 from .plan import PORTS_PER_BANK, SHAPES
-from .records import LANES, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
+from .records import COPY_ROWS, LANES, tmem_copy_signature, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
 from .result import TmemResult
 from .steps import TmemSteps
 from .store import TmemStore
@@ -78,6 +78,12 @@ class TmemQuadrant(wiring.Component):
         A column index in; that column of all 32 lanes out the next cycle, while idle.
     idle : Out(1)
         No instruction in flight.
+    copy : In(tmem_copy_signature(columns))
+        A tcgen05.cp step's write (:class:`~tensorlsu.hdl.copy.stage.CopyStage`): four columns
+        from ``col``, in the cycle it is offered, through both ports of both banks (with one
+        bank, the copy is not offered).
+    hold : In(1)
+        A copy holds the quadrant: no instruction, fill or dump is taken.
     """
 
     def __init__(self, params: TmemParams = TmemParams(), quadrant: int = 0):
@@ -94,6 +100,8 @@ class TmemQuadrant(wiring.Component):
             "dump_req": In(stream.Signature(unsigned(params.col_bits))),
             "dump": Out(stream.Signature(data.ArrayLayout(unsigned(32), LANES))),
             "idle": Out(1),
+            "copy": In(tmem_copy_signature(params.columns)),
+            "hold": In(1),
         })
 
     def elaborate(self, platform):
@@ -121,7 +129,7 @@ class TmemQuadrant(wiring.Component):
         # fill and dump go first while idle (they use port 1, which an instruction's steps need)
         m.d.comb += [check.instr.eq(ins),
                      self.instr.ready.eq((~busy | early) & ~banks.dump_pending & ~self.fill.valid
-                                         & ~self.dump_req.valid),
+                                         & ~self.dump_req.valid & ~self.hold),
                      accept.eq(self.instr.valid & self.instr.ready), self.idle.eq(~busy & ~banks.dump_pending)]
         with m.If(accept):
             m.d.sync += [is_store.eq(ins.store), refusing.eq(check.error != Error.NONE),
@@ -148,7 +156,8 @@ class TmemQuadrant(wiring.Component):
         for b in range(p.banks):
             for g in range(ports):
                 m.d.comb += banks.addr[b][g].eq(row_of(p.banks, pick(p.banks, b, g, list(steps.addr), parity[g])))
-        m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store), banks.busy.eq(busy)]
+        m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store | self.copy.valid),
+                     banks.busy.eq(busy | self.hold)]
 
         # -- load, store and result sides ------------------------------------------------------
         step = load.step
@@ -160,11 +169,20 @@ class TmemQuadrant(wiring.Component):
                      store.refusing.eq(refusing), store.writing.eq(writing), store.last_step.eq(steps.last_step),
                      store.var.eq(steps.var), store.on.eq(steps.on), store.wide.eq(wide),
                      store.lane_off.eq(lane_off), store.parity.eq(parity)]
+        cp = self.copy.payload
         for b in range(p.banks):
             for g in range(ports):
-                m.d.comb += [load.rdata[b][g].eq(banks.rdata[b][g]), store.addr[b][g].eq(banks.addr[b][g]),
-                             banks.w_addr[b][g].eq(store.w_addr[b][g]), banks.w_data[b][g].eq(store.w_data[b][g]),
-                             banks.w_en[b][g].eq(store.w_en[b][g])]
+                m.d.comb += [load.rdata[b][g].eq(banks.rdata[b][g]), store.addr[b][g].eq(banks.addr[b][g])]
+                # a copy's column j = 2g + b goes to port g of bank b (its four columns start
+                # at a multiple of 4: two even, two odd); lane l takes row l mod 8
+                j = PORTS_PER_BANK * g + b
+                copy_word = Cat(*[cp.rows[lane % COPY_ROWS][32 * j:32 * j + 32] for lane in range(LANES)])
+                with m.If(self.copy.valid):
+                    m.d.comb += [banks.w_addr[b][g].eq(row_of(p.banks, cp.col + j)), banks.w_data[b][g].eq(copy_word),
+                                 banks.w_en[b][g].eq(cp.lanes)]
+                with m.Else():
+                    m.d.comb += [banks.w_addr[b][g].eq(store.w_addr[b][g]),
+                                 banks.w_data[b][g].eq(store.w_data[b][g]), banks.w_en[b][g].eq(store.w_en[b][g])]
         ctx = result.ctx
         m.d.comb += [result.accept.eq(accept), ctx.err.eq(check.error), ctx.red.eq(ins.red),
                      ctx.red_max.eq(ins.red_max), ctx.red_type.eq(ins.red_type), ctx.abs.eq(ins.abs),

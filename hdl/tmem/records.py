@@ -8,7 +8,8 @@ tests all take them from here.
 from __future__ import annotations
 
 from amaranth import signed, unsigned
-from amaranth.lib import data, enum
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.wiring import Out
 
 from ..codes import Error
 from ..params import TMEM_LANES as LANES
@@ -17,7 +18,8 @@ from ..params import TmemParams
 from .plan import MAX_REGS, NUMS, SHAPES
 
 __all__ = ["LANES", "QUADRANTS", "CANONICAL_NAN", "MAX_REGS", "RedType", "Kind",
-           "beat_layout", "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields"]
+           "beat_layout", "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields",
+           "COPY_ROWS", "tmem_copy_layout", "tmem_copy_signature"]
 
 #: The NaN a reduction returns when it returns one (docs/ARCHITECTURE.md).
 CANONICAL_NAN = 0x7FFFFFFF
@@ -51,6 +53,26 @@ def tmem_instr_layout() -> data.StructLayout:
         "store": 1, "shape_id": unsigned(3), "num_log2": unsigned(3), "pack": 1,
         "red": 1, "red_max": 1, "red_type": RedType, "abs": 1, "nan": 1,
         "taddr": unsigned(32), "warp": unsigned(2), "split": signed(17), "has_split": 1})
+
+
+#: Rows a copy step writes into a quadrant: an 8-row group of a tcgen05.cp, 16 bytes each.
+COPY_ROWS = 8
+_COPY_ROW_BITS = 128
+
+
+def tmem_copy_layout(columns: int) -> data.StructLayout:
+    """A tcgen05.cp step's write into one quadrant: four columns from ``col`` (a multiple of
+    4), each lane ``l`` of ``lanes`` taking bytes ``4j … 4j+3`` of row ``rows[l mod 8]`` into
+    column ``col + j``."""
+    return data.StructLayout({"col": unsigned((columns - 1).bit_length()),
+                              "rows": data.ArrayLayout(unsigned(_COPY_ROW_BITS), COPY_ROWS),
+                              "lanes": unsigned(LANES)})
+
+
+def tmem_copy_signature(columns: int) -> wiring.Signature:
+    """A quadrant's copy port, from the copy's side: ``valid`` and the write (no ready: the
+    quadrant is held for the copy and takes it in the cycle it is offered)."""
+    return wiring.Signature({"valid": Out(1), "payload": Out(tmem_copy_layout(columns))})
 
 
 def beat_layout() -> data.ArrayLayout:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 from tensorlsu.cosim import cli
-from tensorlsu.sim import draw, model, ptx
+from tensorlsu.sim import descriptor, draw, model, ptx
 
 
 def _svg_cells(text):
@@ -119,7 +119,6 @@ def test_copy_draws_where_shared_memory_lands(tmp_path):
     """The worked example of the tcgen05.cp summary: 128x128b, no swizzle, start 0, SBO 128:
     lane r holds the 16 bytes at 16 r; with the 128-byte swizzle, row 1's first chunk comes
     from 144; with .warpx4 the 32 rows land in every quadrant."""
-    from tensorlsu.sim import descriptor
     plain = draw.svg(draw.copy(ptx.parse("tcgen05.cp.cta_group::1.128x128b"), descriptor.encode(0, 0, 128)))
     cells = _svg_cells(plain)
     assert len(cells) == 128 * 4

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import make_cp_trace
 import pytest
 from conftest import DATA
 from tensorlsu.cosim import cli
@@ -220,7 +221,6 @@ def test_model_and_rtl_refuse_rows_and_matrices_past_the_image(tmp_path, sim, ca
 def test_tcgen05_cp_vectors_pass_and_are_what_the_writer_writes():
     """tb/data/sm100_cp.jsonl: expectations from CUTLASS's layouts (tb/cute.py), not the model;
     every record passes the model, and the file is the writer's output (seed 1)."""
-    import make_cp_trace
     path = DATA / "sm100_cp.jsonl"
     assert [json.loads(line) for line in path.read_text().splitlines()] == make_cp_trace.records(1)
     outcomes = list(trace.run(trace.load(path), trace.ModelBackend()))

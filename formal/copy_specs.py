@@ -1,0 +1,121 @@
+"""Formal specifications of the copy wing (see specs.py for the conventions: undriven inputs
+are free, assumptions constrain the environment).
+
+The walk is checked against the walk of docs/tcgen05-cp.md written out here with a multiplier
+and the swizzle as stated (not the component's running base or its shifts), for every form,
+every descriptor and every pattern of advances.
+"""
+
+from amaranth import Elaboratable, Module, Mux, Signal
+from amaranth.asserts import AnySeq
+from amaranth.hdl import Assert, Assume, Cover
+from tensorlsu.hdl.copy.check import ADDR_BITS
+from tensorlsu.hdl.copy.records import FORMS, SLOTS, form_chunks, form_rows
+from tensorlsu.hdl.copy.walk import CopyWalk
+from tensorlsu.hdl.params import Params
+
+__all__ = ["COPY_SPECS"]
+
+
+def _spec_address(start, lbo, sbo, swz, base_offset, row: int, chunk):
+    """Chunk ``chunk`` of row ``row``: start + (row mod 8)·S + ⌊row/8⌋·SBO + chunk·(LBO or 16),
+    then bits 4 … 3+B XORed with ((address >> 7) − base offset) mod 2^B."""
+    s = Mux(swz == 0, 16, Mux(swz == 1, 32, Mux(swz == 2, 64, 128)))
+    pre = start + (row % 8) * s + (row // 8) * sbo + chunk * Mux(swz == 0, lbo, 16)
+    key = ((pre >> 7) - base_offset) % Mux(swz == 0, 1, Mux(swz == 1, 2, Mux(swz == 2, 4, 8)))
+    return pre ^ (key << 4)
+
+
+def _free_inputs(m, d):
+    for sig in (d.start, d.form, d.addr, d.lbo, d.sbo, d.base_offset, d.swizzle_log, d.advance):
+        m.d.comb += sig.eq(AnySeq(len(sig)))
+    m.d.comb += Assume(d.form < len(FORMS))
+
+
+class CopyWalkSlots(Elaboratable):
+    """In any state of the walk, each slot of the step it offers is its row's chunk at the
+    specification's address, written from the group's base (``start + g·SBO``, whose value
+    :class:`CopyWalkOrder` proves): the rows the form has, and no other."""
+
+    def __init__(self, walk_cls=CopyWalk):
+        self.dut = walk_cls(Params(smem_bytes=228 * 1024))
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        _free_inputs(m, d)
+        st = d.state
+        for f in range(len(FORMS)):
+            rows = form_rows(f)
+            with m.If(st["valid"] & (st["form"] == f)):
+                for k in range(SLOTS):
+                    slot = d.step.slots[k]
+                    a = Signal(CopyWalk.WIDE, name=f"spec_addr{f}_{k}")
+                    # row 8g + k: its group's base plus (k mod 8)·S and the chunk's offset
+                    m.d.comb += a.eq(_spec_address(st["gbase"], st["lbo"], 0, st["swizzle_log"],
+                                                   st["base_offset"], k, st["chunk"]))
+                    if k < min(rows, 8):
+                        m.d.comb += Assert(slot.valid & (slot.quad == a[4:7])
+                                           & (slot.line == (a >> 7)[:len(slot.line)]),
+                                           "each slot reads its row's chunk, swizzled")
+                    else:
+                        m.d.comb += Assert(~slot.valid, "no slot past the group's rows")
+        with m.If(~st["valid"]):
+            m.d.comb += Assert(~d.step.slots[0].valid, "nothing read while idle")
+        return m
+
+
+class CopyWalkOrder(Elaboratable):
+    """Each step the walk offers is step (g, c) of the copy it was started with, in order (c
+    the faster), with the group's base at ``start + g·SBO`` (a multiplier here, a running sum
+    in the walk); ``last`` on the final step, and the walk ends there. Proven by induction."""
+
+    def __init__(self, walk_cls=CopyWalk):
+        self.dut = walk_cls(Params(smem_bytes=228 * 1024))
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        _free_inputs(m, d)
+        # the copy being walked, as the specification keeps it
+        start, lbo, sbo = Signal(ADDR_BITS), Signal(ADDR_BITS), Signal(ADDR_BITS)
+        form, swz, boff = Signal(range(len(FORMS))), Signal(2), Signal(3)
+        n = Signal(6)                                   # steps taken
+        with m.If(d.start & ~d.busy):
+            m.d.sync += [start.eq(d.addr), lbo.eq(d.lbo), sbo.eq(d.sbo), form.eq(d.form), swz.eq(d.swizzle_log),
+                         boff.eq(d.base_offset), n.eq(0)]
+        with m.Elif(d.valid & d.advance):
+            m.d.sync += n.eq(n + 1)
+        st = d.state
+        with m.If(d.valid):
+            m.d.comb += Assert((st["form"] == form) & (st["lbo"] == lbo) & (st["sbo"] == sbo)
+                               & (st["swizzle_log"] == swz) & (st["base_offset"] == boff),
+                               "the walk holds the copy it was started with")
+        for f in range(len(FORMS)):
+            chunks = form_chunks(f)
+            steps = max(form_rows(f) // 8, 1) * chunks
+            with m.If(d.valid & (form == f)):
+                g, c = n // chunks, n % chunks
+                m.d.comb += [Assert(n < steps, "no step past the copy's last"),
+                             Assert((d.step.group == g) & (d.step.chunk == c), "steps in order, chunk by chunk"),
+                             Assert(d.step.last == (n == steps - 1), "last on the final step only"),
+                             Assert(st["gbase"] == start + g * sbo, "the group base is start + g·SBO")]
+        m.d.comb += Cover(d.valid & d.step.last & (form == 0))
+        return m
+
+
+class _BrokenWalk(CopyWalk):
+    """A deliberately broken walk: its swizzle key forgets the base offset (the walk proof
+    must fail)."""
+
+    @staticmethod
+    def _key(addr, base_offset):
+        return (addr >> 7)[0:3]
+
+
+COPY_SPECS = {
+    "copy_walk_slots": (lambda: CopyWalkSlots(), "prove", 1, "every slot in every state of the walk"),
+    "copy_walk_order": (lambda: CopyWalkOrder(), "prove", 2, "induction: the steps in order and the group base"),
+    "copy_walk_cover": (lambda: CopyWalkOrder(), "cover", 34, "a 128x256b copy ends"),
+    "broken_copy_walk": (lambda: CopyWalkSlots(_BrokenWalk), "prove", 1, "must FAIL"),
+}

@@ -1,0 +1,112 @@
+"""CopyStage alone (Amaranth's simulator), with shared memory and Tensor Memory modelled in the
+bench: every record of tb/data/sm100_cp.jsonl (expectations from CUTLASS's layouts, tb/cute.py)
+gives the expected Tensor Memory image or refusal; the rate is a step a cycle when a step's
+chunks lie in eight quads."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import DATA
+from stagesim import simulate
+from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.copy.records import instr_fields
+from tensorlsu.hdl.copy.stage import CopyStage
+from tensorlsu.hdl.params import MAX_SMEM_BYTES, Params
+from tensorlsu.sim import ptx
+
+RECORDS = [json.loads(line) for line in (DATA / "sm100_cp.jsonl").read_text().splitlines()]
+#: A record's expected refusal (the model's words) → the unit's code.
+CODES = {"reserved": Error.DESCRIPTOR, "fixed bits": Error.DESCRIPTOR, "byte-address": Error.DESCRIPTOR,
+         "swizzle code": Error.DESCRIPTOR, "swizzle row": Error.MISALIGNED, "reaches past": Error.OUT_OF_RANGE,
+         "multiple of 4": Error.MISALIGNED, "beyond column": Error.COLUMNS, "beyond lane": Error.LANES}
+COLS = 32
+
+
+def _run(records, stall=0.0, seed=0):
+    """Each record through the stage; per record (error, image, cycles from the claim to the
+    result beat)."""
+    dut = CopyStage(Params(smem_bytes=MAX_SMEM_BYTES, tmem_columns=COLS))
+    rng = np.random.default_rng(seed)
+    out = []
+
+    async def bench(ctx):
+        for rec in records:
+            ins = ptx.parse(rec["instr"], rec["target"])
+            smem = np.frombuffer(bytes.fromhex(rec["smem"]), np.uint8)
+            image = np.zeros(128 * COLS * 4, np.uint8)
+            before = bytes.fromhex(rec.get("tmem", ""))
+            image[:len(before)] = np.frombuffer(before, np.uint8)
+            image = image.view("<u4").reshape(128, COLS).copy()
+            for k, v in instr_fields(ins, rec.get("desc"), rec.get("taddr")).items():
+                ctx.set(getattr(dut.instr.payload, k), v)
+            ctx.set(dut.smem_size, len(smem))
+            ctx.set(dut.tmem_idle, 0b1111)
+            ctx.set(dut.instr.valid, 1)
+            ctx.set(dut.result.ready, 1)
+            reads, cycles, claimed = {}, 0, None
+            while True:
+                # quiet now and then withheld: the claim waits for it
+                ctx.set(dut.quiet, int(rng.random() >= stall))
+                taken = ctx.get(dut.instr.valid) and ctx.get(dut.instr.ready)
+                now = {q: ctx.get(dut.banks.line[q]) for q in range(8) if ctx.get(dut.banks.read[q])}
+                for q in range(4):
+                    port = dut.tmem[q]
+                    if ctx.get(port.valid):
+                        assert ctx.get(dut.hold) >> q & 1, "a write into a quadrant the copy does not hold"
+                        col, lanes = ctx.get(port.payload.col), ctx.get(port.payload.lanes)
+                        rows = [ctx.get(port.payload.rows[k]) for k in range(8)]
+                        for j in range(4):
+                            for lane in range(32):
+                                if lanes >> lane & 1:
+                                    image[32 * q + lane, col + j] = rows[lane % 8] >> (32 * j) & 0xFFFFFFFF
+                if claimed is None and ctx.get(dut.active):
+                    claimed = cycles
+                done = ctx.get(dut.result.valid)
+                error = Error(ctx.get(dut.result.payload.error))
+                await ctx.tick()
+                cycles += 1
+                if taken:
+                    ctx.set(dut.instr.valid, 0)
+                for q in range(8):
+                    line = now.get(q, reads.get(q, 0))
+                    a = 128 * line + 16 * q
+                    ctx.set(dut.banks.rdata[q], int.from_bytes(smem[a:a + 16].tobytes(), "little") if q in now else 0)
+                if done:
+                    break
+                assert cycles < 500, "no result beat"
+            out.append((error, image, cycles - (claimed or 0)))
+
+    simulate(dut, bench)
+    return out
+
+
+def _expected(rec):
+    if "error" in rec["expect"]:
+        return next(code for key, code in CODES.items() if key in rec["expect"]["error"]), None
+    want = np.zeros(128 * COLS * 4, np.uint8)
+    got = np.frombuffer(bytes.fromhex(rec["expect"]["tmem"]), np.uint8)
+    want[:len(got)] = got
+    return Error.NONE, want.view("<u4").reshape(128, COLS)
+
+
+@pytest.mark.parametrize("part", range(4))
+def test_every_record(part):
+    recs = RECORDS[part::4]
+    for rec, (error, image, _) in zip(recs, _run(recs, stall=0.2, seed=part)):
+        code, want = _expected(rec)
+        assert error == code, (rec["instr"], rec["expect"].get("error"))
+        if want is not None:
+            bad = np.argwhere(image != want)
+            assert not len(bad), f"{rec['instr']}: lane/column {bad[0]} 0x{image[tuple(bad[0])]:x}, " \
+                                 f"expected 0x{want[tuple(bad[0])]:x}"
+
+
+def test_a_step_a_cycle():
+    """A .128x256b copy with the 128-byte swizzle: 32 steps of eight quads in 32 cycles of
+    reads (128 bytes a clock). From the claim's cycle to the cycle after the result beat: the
+    claim, 32 reads, the rows registered, the write, the beat: 36."""
+    rec = next(r for r in RECORDS if "128x256b" in r["instr"] and "error" not in r["expect"]
+               and (r.get("desc", 0) >> 61) == 2)
+    [(error, _, cycles)] = _run([rec])
+    assert error == Error.NONE and cycles == 1 + 32 + 3
