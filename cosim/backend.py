@@ -4,6 +4,7 @@ what the unit produced as the model's outcomes."""
 from __future__ import annotations
 
 from tensorlsu.hdl.codes import Error, Space
+from tensorlsu.hdl.copy.records import instr_fields as cp_fields
 from tensorlsu.hdl.gmem.axi import AXI_PAGE
 from tensorlsu.hdl.params import MAX_SMEM_BYTES, ROW_BYTES, Params, TmemParams
 from tensorlsu.hdl.pipeline.forms import form_id
@@ -25,12 +26,15 @@ _REFUSALS = {"QUADRANT": "lanes outside the warp's quadrant",
              "COLUMNS": "columns reach beyond the last column",
              "SPLIT": "immHalfSplitoff missing, negative, not for this shape or overlapping",
              "UNSUPPORTED": "a form or reduction the unit does not have",
-             "MISALIGNED": "an address is not aligned",
-             "OUT_OF_RANGE": "a row or matrix is outside the memory",
+             "MISALIGNED": "an address is not aligned (a copy: its start breaks its swizzle row, or its "
+                           "column is not a multiple of 4)",
+             "OUT_OF_RANGE": "a row or matrix is outside the memory (a copy: a chunk reaches past shared memory)",
              "OVERLAP": "two threads store the same row",
              "STRIDE": "a stride below the matrix's leading dimension or off its grain",
              "SLVERR": "a global read answered SLVERR",
-             "DECERR": "a global read answered DECERR"}
+             "DECERR": "a global read answered DECERR",
+             "DESCRIPTOR": "a descriptor field no copy may use (reserved or fixed bits, swizzle code)",
+             "LANES": "lanes reach beyond lane 127"}
 
 
 def _refusal(code: int) -> str:
@@ -82,6 +86,8 @@ class RtlBackend:
         r, ins = rec.raw, rec.ins
         if ins.op in ("tcgen05.ld", "tcgen05.st"):
             return self.tmem_job(rec)
+        if ins.op == "tcgen05.cp":
+            return self.cp_job(rec)
         if ins.op not in ("ldmatrix", "stmatrix", "wmma.load"):
             raise ValueError(f"the RTL has no {ins.op}")
         fid = form_id(ins)
@@ -149,6 +155,26 @@ class RtlBackend:
             job["tmem_dump"] = True
         return job
 
+    def cp_job(self, rec) -> dict:
+        """A tcgen05.cp record as a job: the shared image and all four quadrants' images in,
+        the copy, all four quadrants out."""
+        r, ins = rec.raw, rec.ins
+        desc, taddr = r.get("desc", ins.desc), r.get("taddr", ins.taddr)
+        if desc is None or taddr is None:
+            raise ValueError("tcgen05.cp needs 'desc' and 'taddr' (or immediates in the text)")
+        if ins.taddr is None and not 0 <= taddr < 1 << 32:
+            raise ValueError(f"tcgen05.cp: taddr 0x{taddr:x} is not a 32-bit Tensor Memory address")
+        image = bytes.fromhex(r.get("smem", ""))
+        if len(image) > self.smem_bytes:
+            raise ValueError(f"shared image of {len(image)} bytes exceeds the unit's {self.smem_bytes}")
+        try:
+            tm = model.tmem_image(bytes.fromhex(r.get("tmem", "")), self.tmem_cols(rec))
+        except model.ModelError as e:
+            raise ValueError(str(e)) from None
+        return {"cp": cp_fields(ins, r.get("desc"), r.get("taddr")), "image": image.hex(),
+                "smem_size": len(image) or self.smem_bytes,
+                "tmem_image": {str(q): quadrant_image(tm, q) for q in range(4)}}
+
     def groups(self, records) -> dict:
         """Record indices per Tensor Memory size of the unit that runs them (0: none)."""
 
@@ -159,7 +185,7 @@ class RtlBackend:
             except ValueError:      # refused by its job, in any unit
                 return False
         tm = [k for k, rec in enumerate(records)
-              if rec.ins.op in ("tcgen05.ld", "tcgen05.st") and valid(rec)]
+              if rec.ins.op in ("tcgen05.ld", "tcgen05.st", "tcgen05.cp") and valid(rec)]
         out = {}
         for k in tm:
             out.setdefault(self.tmem_cols(records[k]), []).append(k)
@@ -191,6 +217,12 @@ class RtlBackend:
             self.seconds += seconds
             for k, job, res in zip(index, jobs, results):
                 rec = records[k]
+                if "cp" in job:
+                    produced[k] = ({"error": _refusal(res["error"])} if res["error"] else
+                                   {"tmem": emitted_image(rec.raw, tmem_from_dumps(res["tmem_dump"], tmem_columns)
+                                                          .astype("<u4").tobytes(), "tmem")})
+                    produced[k]["_at"] = {"accepted": res["accepted"], "done": res["done"]}
+                    continue
                 if "tmem" in job:
                     produced[k] = self._tmem_produced(rec, job, res, tmem_columns)
                     continue

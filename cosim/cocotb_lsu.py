@@ -47,6 +47,9 @@ class TB:
             getattr(dut, f"{name}__ready").value = 0
             for q in quads:
                 getattr(dut, f"tmem_{name}__{q}__ready").value = 0
+        if layout.cp_instr:
+            dut.cp_instr__valid.value = 0
+            dut.cp_result__ready.value = 0
         self.tmem = {q: None for q in quads}    # what each quadrant holds, as far as known
         self.ram = None
         if layout.axi_data_bits:
@@ -223,6 +226,19 @@ class TB:
             res["tmem_dump"] = {str(q): (await self.tmem_dump(q)).hex() for q in self.tmem}
         return res
 
+    async def cp_job(self, job: dict) -> dict:
+        """tcgen05.cp: shared memory and the quadrants' images in, the copy, its result beat
+        (the error code), and every quadrant out."""
+        await self.load_image(bytes.fromhex(job["image"]))
+        for q, image in job["tmem_image"].items():
+            await self.tmem_load(int(q), bytes.fromhex(image))
+        await self.put("cp_instr", self.lay.pack_cp_instr(job["cp"]))
+        start = self.cycle
+        error = await self.get("cp_result")
+        res = {"error": error, "accepted": start, "done": self.cycle, "latency": self.cycle - start}
+        res["tmem_dump"] = {str(q): (await self.tmem_dump(q)).hex() for q in self.tmem}
+        return res
+
     async def execute(self, job: dict) -> dict:
         # the shared memory the job's instructions may address (the record's image, or all)
         self.dut.smem_size.value = job.get("smem_size", self.lay.smem_bytes)
@@ -230,6 +246,8 @@ class TB:
             await self.reset()
         if "tmem" in job:
             return await self.tmem_job(job)
+        if "cp" in job:
+            return await self.cp_job(job)
         if "burst" in job:
             if job.get("image") is not None:
                 await self.load_image(bytes.fromhex(job["image"]))

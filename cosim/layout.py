@@ -42,6 +42,15 @@ class Layout:
     tmem_instr: dict | None = None
     tmem_result: dict | None = None
     tmem_fill_data: int = 0
+    #: (offset, width) of the fields of the tcgen05.cp port's instruction (None: no port)
+    cp_instr: dict | None = None
+
+    def pack_cp_instr(self, fields: dict) -> int:
+        v = 0
+        for name, x in fields.items():
+            off, width = self.cp_instr[name]
+            v |= (int(x) & ((1 << width) - 1)) << off
+        return v
 
     def pack_tmem_instr(self, fields: dict) -> int:
         v = 0

@@ -21,6 +21,7 @@ from amaranth import Shape
 from cocotb_tools.runner import Verilator, get_results, get_runner
 from tensorlsu.hdl import TOP
 from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.copy.records import cp_instr_layout
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline.records import ADDR_BITS, CYCLE_BITS, FORM_BITS
@@ -52,7 +53,8 @@ def layout_of(dut) -> Layout:
                   tmem_columns=tmem.columns if tmem else 0,
                   tmem_instr=fields(tmem_instr_layout()) if tmem else None,
                   tmem_result=fields(tmem_result_layout()) if tmem else None,
-                  tmem_fill_data=tmem_fill_layout(tmem)["data"].offset if tmem else 0)
+                  tmem_fill_data=tmem_fill_layout(tmem)["data"].offset if tmem else 0,
+                  cp_instr=fields(cp_instr_layout()) if dut.params.copy_port else None)
 
 
 def _verilator_bin() -> Path | None:

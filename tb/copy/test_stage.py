@@ -17,9 +17,8 @@ from tensorlsu.sim import ptx
 
 RECORDS = [json.loads(line) for line in (DATA / "sm100_cp.jsonl").read_text().splitlines()]
 #: A record's expected refusal (the model's words) → the unit's code.
-CODES = {"reserved": Error.DESCRIPTOR, "fixed bits": Error.DESCRIPTOR, "byte-address": Error.DESCRIPTOR,
-         "swizzle code": Error.DESCRIPTOR, "swizzle row": Error.MISALIGNED, "reaches past": Error.OUT_OF_RANGE,
-         "multiple of 4": Error.MISALIGNED, "beyond column": Error.COLUMNS, "beyond lane": Error.LANES}
+CODES = {"descriptor": Error.DESCRIPTOR, "swizzle row": Error.MISALIGNED, "reaches past": Error.OUT_OF_RANGE,
+         "multiple of 4": Error.MISALIGNED, "columns": Error.COLUMNS, "beyond lane": Error.LANES}
 COLS = 32
 
 
