@@ -30,9 +30,8 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 opensta:
 	@command -v sta >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq opensta; }
 
-# Main job: the RTL regression, then the H200 vectors and the sm_100 Tensor Memory records
-# through the RTL, and the H200 vectors and the tcgen05.cp records through the model (the RTL
-# has no copy stage yet).
+# Main job: the RTL regression, then the H200 vectors, the sm_100 Tensor Memory records and the
+# tcgen05.cp records through the RTL, and the H200 vectors and the copy records through the model.
 # WAVES=1 writes waveforms (FST on Icarus, VCD on Verilator) into build/.
 sim: $(STAMP)
 	$(PY) tb/regress.py --n 300 --sim $(SIM) --policy $(POLICY) $(if $(WAVES),--waves)
@@ -41,6 +40,7 @@ sim: $(STAMP)
 	$(PY) -m tensorlsu.cosim replay tb/data/h200_capture.jsonl --backend rtl --sim $(SIM) \
 		--policy $(POLICY)
 	$(PY) -m tensorlsu.cosim replay tb/data/sm100_tmem.jsonl --backend rtl --sim $(SIM)
+	$(PY) -m tensorlsu.cosim replay tb/data/sm100_cp.jsonl --backend rtl --sim $(SIM)
 	$(PY) -m tensorlsu.cosim replay $(TRACE)
 	$(PY) -m tensorlsu.cosim replay tb/data/sm100_cp.jsonl
 

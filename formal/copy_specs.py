@@ -67,8 +67,9 @@ class CopyWalkSlots(Elaboratable):
 
 class CopyWalkOrder(Elaboratable):
     """Each step the walk offers is step (g, c) of the copy it was started with, in order (c
-    the faster), with the group's base at ``start + g·SBO`` (a multiplier here, a running sum
-    in the walk); ``last`` on the final step, and the walk ends there. Proven by induction."""
+    the faster), with the group's base at ``start + g·SBO`` (the specification's own sum,
+    SBO added as it counts groups); ``last`` on the final step, and the walk ends there.
+    Proven by induction."""
 
     def __init__(self, walk_cls=CopyWalk):
         self.dut = walk_cls(Params(smem_bytes=228 * 1024))
@@ -81,11 +82,17 @@ class CopyWalkOrder(Elaboratable):
         start, lbo, sbo = Signal(ADDR_BITS), Signal(ADDR_BITS), Signal(ADDR_BITS)
         form, swz, boff = Signal(range(len(FORMS))), Signal(2), Signal(3)
         n = Signal(6)                                   # steps taken
+        gbase = Signal(CopyWalk.WIDE)                   # start + SBO per group passed
+        two = Signal()
+        m.d.comb += two.eq(Mux(form == 0, 1, Mux(form == 2, 1, 0)))
+        assert [f for f in range(len(FORMS)) if form_chunks(f) == 2] == [0, 2]
         with m.If(d.start & ~d.busy):
             m.d.sync += [start.eq(d.addr), lbo.eq(d.lbo), sbo.eq(d.sbo), form.eq(d.form), swz.eq(d.swizzle_log),
-                         boff.eq(d.base_offset), n.eq(0)]
+                         boff.eq(d.base_offset), n.eq(0), gbase.eq(d.addr)]
         with m.Elif(d.valid & d.advance):
             m.d.sync += n.eq(n + 1)
+            with m.If(~two | n[0]):                     # the group's last chunk: the next group
+                m.d.sync += gbase.eq(gbase + sbo)
         st = d.state
         with m.If(d.valid):
             m.d.comb += Assert((st["form"] == form) & (st["lbo"] == lbo) & (st["sbo"] == sbo)
@@ -99,7 +106,7 @@ class CopyWalkOrder(Elaboratable):
                 m.d.comb += [Assert(n < steps, "no step past the copy's last"),
                              Assert((d.step.group == g) & (d.step.chunk == c), "steps in order, chunk by chunk"),
                              Assert(d.step.last == (n == steps - 1), "last on the final step only"),
-                             Assert(st["gbase"] == start + g * sbo, "the group base is start + g·SBO")]
+                             Assert(st["gbase"] == gbase, "the group base is start + g·SBO")]
         m.d.comb += Cover(d.valid & d.step.last & (form == 0))
         return m
 

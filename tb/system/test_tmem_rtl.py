@@ -32,6 +32,17 @@ def test_sm100_records_through_rtl(sim, capsys):
     assert "89 records, 89 passed, 0 failed" in out
 
 
+@pytest.mark.parametrize("sim", SIMS)
+def test_tcgen05_cp_records_through_rtl(sim, capsys):
+    """Every record of the tcgen05.cp test data (expectations from CUTLASS's layouts,
+    tb/cute.py): each shape, multicast, source format and swizzle, and every refusal, through
+    the whole unit (shared memory filled through its fill port, Tensor Memory dumped)."""
+    rc = cli.main(["replay", str(DATA / "sm100_cp.jsonl"), "--backend", "rtl", "--sim", sim])
+    out = capsys.readouterr().out
+    assert rc == 0, out[-3000:]
+    assert "92 records, 92 passed, 0 failed" in out
+
+
 def _random_jobs(seed: int, per_port: int):
     """Jobs of four warps at once: per quadrant a random run of loads and stores (stores
     followed by loads of the same columns), with the whole image compared after each job;
