@@ -227,16 +227,32 @@ class TB:
         return res
 
     async def cp_job(self, job: dict) -> dict:
-        """tcgen05.cp: shared memory and the quadrants' images in, the copy, its result beat
-        (the error code), and every quadrant out."""
+        """tcgen05.cp: shared memory and the quadrants' images in, the copy (or ``cps``, copies
+        back to back), each result beat (the error code, the cycles it was taken and
+        answered), and every quadrant out (unless ``tmem_dump`` is false)."""
         await self.load_image(bytes.fromhex(job["image"]))
-        for q, image in job["tmem_image"].items():
+        for q, image in job.get("tmem_image", {}).items():
             await self.tmem_load(int(q), bytes.fromhex(image))
-        await self.put("cp_instr", self.lay.pack_cp_instr(job["cp"]))
-        start = self.cycle
-        error = await self.get("cp_result")
-        res = {"error": error, "accepted": start, "done": self.cycle, "latency": self.cycle - start}
-        res["tmem_dump"] = {str(q): (await self.tmem_dump(q)).hex() for q in self.tmem}
+        instrs, accepted = job.get("cps") or [job["cp"]], []
+
+        async def send():
+            for fields in instrs:
+                await self.put("cp_instr", self.lay.pack_cp_instr(fields))
+                accepted.append(self.cycle)
+
+        sender = cocotb.start_soon(send())
+        copies = []
+        for _ in instrs:
+            error = await self.get("cp_result")
+            copies.append({"error": error, "done": self.cycle})
+        await sender
+        for c, a in zip(copies, accepted):
+            c["accepted"] = a
+        res = {**copies[0], "copies": copies, "latency": copies[0]["done"] - copies[0]["accepted"]}
+        if job.get("tmem_dump", True):
+            res["tmem_dump"] = {str(q): (await self.tmem_dump(q)).hex() for q in self.tmem}
+        for q in self.tmem:
+            self.tmem[q] = None if not job.get("tmem_dump", True) else self.tmem[q]
         return res
 
     async def execute(self, job: dict) -> dict:

@@ -31,6 +31,7 @@ from pathlib import Path
 from amaranth import Elaboratable, Module, Signal, Value
 from amaranth.back import rtlil
 from amaranth.lib.wiring import In
+from tensorlsu.hdl.copy.stage import CopyStage
 from tensorlsu.hdl.gmem.fetch import GlobalFetch
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params, TmemParams
@@ -78,7 +79,10 @@ def blocks(policy: str):
         "tmem_reduce": lambda: TmemReduce(),
         "tmem_check": lambda: TmemCheck(TmemParams(512), 0),
         "tmem_steps": lambda: TmemSteps(),
-        # the whole unit: the shared-memory path and four 512-column quadrants
+        # the tcgen05.cp stage (check, walk, reads, decompressors, the quadrants' writes) of the
+        # default unit
+        "copy": lambda: CopyStage(Params(schedule=policy)),
+        # the whole unit: the shared-memory path, four 512-column quadrants and the copy stage
         "unit_tmem": lambda: LoadStoreUnit(Params(schedule=policy)),
     }
 
@@ -95,7 +99,7 @@ def asic_blocks(policy: str):
     quadrants) is taken from its emitted Verilog, the integrator's way in, memories included
     (``unit_tmem_rtlil``: from Amaranth's RTLIL, as the other blocks; not in the default run)."""
     full = Params(schedule=policy, smem_bytes=FULL_SMEM_BYTES)
-    pick = ("scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "tmem_quadrant")
+    pick = ("scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "tmem_quadrant", "copy")
     found = {k: v for k, v in blocks(policy).items() if k in pick}
     found["unit"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0))
     found["unit_tmem"] = found["unit_tmem_rtlil"] = lambda: LoadStoreUnit(full)
@@ -105,7 +109,7 @@ def asic_blocks(policy: str):
 #: the order the ASIC blocks are reported in (the default run), and a rough run time (s) each for
 #: scheduling the work
 ASIC_BLOCKS = {"scheduler": 20, "crossbar": 20, "decompress": 10, "shuffle": 60, "store_shuffle": 30,
-               "fetch": 90, "tmem_quadrant": 140, "unit": 240, "unit_tmem": 800}
+               "fetch": 90, "tmem_quadrant": 140, "copy": 60, "unit": 240, "unit_tmem": 800}
 ASIC_MORE = {"unit_tmem_rtlil": 750}
 
 
@@ -410,7 +414,7 @@ def _write(out: Path, flow: str, rows: list) -> None:
 
 #: the FPGA flow's blocks (the default run) and a rough run time (s) each, for scheduling
 FPGA_BLOCKS = {"scheduler": 90, "crossbar": 120, "decompress": 60, "shuffle": 300, "store_shuffle": 120,
-               "fetch": 900, "unit": 1200, "tmem_quadrant_1bank": 900}
+               "fetch": 900, "copy": 300, "unit": 1200, "tmem_quadrant_1bank": 900}
 #: blocks that do not fit the ECP5-85k (a two-bank quadrant, the unit with four): outside the
 #: default run, which they would lengthen by half an hour for a "does not fit"
 FPGA_MORE = {"tmem_quadrant": 400, "unit_tmem": 2400}

@@ -3,7 +3,8 @@
 for both scheduling policies, against the 128 B/clk bank limit and the H200 rule; every
 measured wmma.load form and stride against the H200's measured clocks; Tensor
 Memory bytes per clock and latency per shape and .num, one quadrant and four at once, against
-the goals and the B200 figures; and simulation speed on Icarus and Verilator.
+the goals and the B200 figures; tcgen05.cp bytes per clock per shape, swizzle and source
+format; and simulation speed on Icarus and Verilator.
 
     python tb/bench.py [--out reports] [--sims icarus verilator]
 
@@ -21,14 +22,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cute  # noqa: E402
+import numpy as np  # noqa: E402
 from tensorlsu.cosim.jobs import tmem_instr_job  # noqa: E402
 from tensorlsu.cosim.layout import GMEM_AT  # noqa: E402
 from tensorlsu.cosim.runner import run_jobs  # noqa: E402
 from tensorlsu.hdl.codes import Space  # noqa: E402
+from tensorlsu.hdl.copy.records import FORMS as COPY_FORMS  # noqa: E402
+from tensorlsu.hdl.copy.records import instr_fields as copy_fields  # noqa: E402
 from tensorlsu.hdl.params import Params  # noqa: E402
 from tensorlsu.hdl.pipeline import forms  # noqa: E402
 from tensorlsu.hdl.tmem.plan import NUMS, SHAPES  # noqa: E402
 from tensorlsu.sim import (  # noqa: E402
+    descriptor,
     layouts,  # noqa: E402
     model,
     ptx,
@@ -259,6 +265,56 @@ def bench_tmem(sim: str):
                   "goal": 4 * TMEM_LIMIT["tcgen05.ld"]}
 
 
+#: copies of one form back to back in the copy bench
+COPY_BURST = 4
+
+
+def bench_copy(sim: str) -> list[dict]:
+    """Every tcgen05.cp form, plain and with each source format, under each swizzle: a canonical
+    layout (every step's chunks in eight quads), ``COPY_BURST`` copies back to back; the first
+    copy's cycles from acceptance to its result beat, and the cycles a copy takes back to back
+    (between result beats), against the 128 B/clk of the banks."""
+    rng = np.random.default_rng(7)
+    jobs, meta = [], []
+    for f, (shape, cast) in enumerate(COPY_FORMS):
+        rows_, bits = ptx.CP_SHAPES[shape]
+        for fmt in (None, "b6x16_p32", "b4x16_p64"):
+            for code in (0, 6, 4, 2):
+                s = descriptor.SWIZZLE_BYTES[code]
+                sbo, lbo = 8 * s * (2 if bits == 256 and code == 0 else 1), 8 * s
+                matrix = rng.integers(0, 256, (rows_, bits // 8), dtype=np.uint8)
+                smem = cute.place(matrix, 0, lbo, sbo, code, smem_bytes=16 * 1024)
+                ins = ptx.parse(f"tcgen05.cp.cta_group::1.{shape}" + (f".{cast}" if cast else "")
+                                + (f".b8x16.{fmt}" if fmt else ""), "sm_100a")
+                fields = copy_fields(ins, descriptor.encode(0, lbo, sbo, code), 0)
+                jobs.append({"cp": fields, "cps": [fields] * COPY_BURST, "image": smem.tobytes().hex(),
+                             "smem_size": 16 * 1024, "tmem_dump": False})
+                meta.append((ins, code, rows_ * bits // 8))
+    results, _ = run_jobs(jobs, sim=sim, tmem_columns=512)
+    out = []
+    for (ins, code, nbytes), res in zip(meta, results):
+        cps = res["copies"]
+        assert all(c["error"] == 0 for c in cps), ins.form
+        each = (cps[-1]["done"] - cps[0]["done"]) / (len(cps) - 1)
+        out.append({"instr": ins.form.replace("tcgen05.cp.cta_group::1.", ""),
+                    "swizzle": descriptor.SWIZZLE_BYTES[code] if code else "none", "bytes": nbytes,
+                    "latency": cps[0]["done"] - cps[0]["accepted"], "cycles_back_to_back": round(each, 1),
+                    "bytes_per_clk": round(nbytes / each, 1), "reads": nbytes // 128})
+    return out
+
+
+def copy_table(rows) -> str:
+    out = ("Each copy's reads take a cycle per 128 bytes (its steps' chunks lie in eight quads). "
+           "Goal: 128 B/clk (a .128x256b every 32 clocks back to back); a B200 takes about 64-68 "
+           "clocks per 4 KiB copy in public microbenchmarks.\n\n"
+           "| copy | swizzle | bytes | read cycles | latency (clk) | clk per copy back to back | bytes/clk |\n"
+           "|---|---|---|---|---|---|---|\n")
+    for r in rows:
+        out += (f"| {r['instr']} | {r['swizzle']} | {r['bytes']} | {r['reads']} | {r['latency']} | "
+                f"{r['cycles_back_to_back']} | {r['bytes_per_clk']} |\n")
+    return out
+
+
 def tmem_table(rows, four) -> str:
     out = ("| instruction | .num | latency (clk) | bytes/clk | marginal bytes/clk | limit | "
            "latency goal | B200 clk |\n|---|---|---|---|---|---|---|---|\n")
@@ -351,18 +407,21 @@ def main(argv=None) -> int:
     for policy in ("h200", "packed"):
         rows += bench_patterns(args.sims[0], policy, random.Random(2026))
     tmem_rows, four = bench_tmem(args.sims[0])
+    copies = bench_copy(args.sims[0])
     measured = bench_wmma_measured(args.sims[-1])
     glob = bench_global(args.sims[0])
     speeds = [sim_speed(s) for s in args.sims]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps({"patterns": rows, "wmma_measured": measured, "global": glob,
-                                                "tmem": tmem_rows, "tmem_four": four, "simulation": speeds},
+                                                "tmem": tmem_rows, "tmem_four": four, "copy": copies,
+                                                "simulation": speeds},
                                                indent=1))
     md = "# Benchmarks\n\n## Shared memory\n\n" + table(rows)
     md += "\n\n### wmma.load against the H200\n\n" + wmma_measured_text(measured)
     md += "\n\n## Global memory\n\n" + global_table(glob)
     md += "\n\n## Tensor Memory\n\n" + tmem_table(tmem_rows, four)
+    md += "\n\n## tcgen05.cp\n\n" + copy_table(copies)
     md += "\n\n## Simulation speed\n\n| simulator | instructions/s | cycles/s |\n|---|---|---|\n"
     md += "".join(f"| {s['simulator']} | {s['instructions_per_s']} | {s['cycles_per_s']} |\n" for s in speeds)
     (out / "bench.md").write_text(md)

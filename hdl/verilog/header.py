@@ -13,7 +13,8 @@ from amaranth import Shape
 from amaranth.lib import data
 from tensorlsu.sim import layouts
 
-from ..codes import Error, Space
+from ..codes import FORMAT_CODES, Error, Space
+from ..copy.records import FORMS as CP_FORMS
 from ..pipeline import forms
 from ..pipeline.records import CYCLE_BITS
 from ..tmem.plan import SHAPES
@@ -80,6 +81,11 @@ def header_text(dut, top: str) -> str:
                 for k, s in enumerate(SHAPES)]
         out += [f"`define {_PREFIX}_TMEM_RED_{t.name} {t.value}" for t in RedType]
         out += [f"`define {_PREFIX}_TMEM_KIND_{k.name} {k.value}" for k in Kind]
+    if p.copy_port:
+        out += ["// tcgen05.cp: form codes (shape and multicast) and source formats of cp_instr"]
+        out += [f"`define {_PREFIX}_CP_FORM_{re.sub(r'[^A-Z0-9]+', '_', (s + ('_' + c if c else '')).upper())} {k}"
+                for k, (s, c) in enumerate(CP_FORMS)]
+        out += [f"`define {_PREFIX}_CP_FMT_{(name or 'NONE').upper()} {code}" for name, code in FORMAT_CODES.items()]
     out += ["",
            "// error codes of a result beat"]
     out += [f"`define {_PREFIX}_ERROR_{e.name} {e.value}" for e in Error]
@@ -92,7 +98,7 @@ def header_text(dut, top: str) -> str:
             "// _ELEM_WIDTH and _COUNT, element k at OFFSET + k * ELEM_WIDTH (OFFSET 0 when the",
             "// array is the whole payload); <PORT>_WIDTH is the whole payload"]
     out += ["// the Tensor Memory ports are arrays of one port per quadrant: tmem_instr__Q__payload,",
-            "// ...; their fields are the same for every quadrant"]
+            "// ...; their fields are the same for every quadrant; cp_instr / cp_result: tcgen05.cp"]
     for port, sig in dut.signature.members.items():
         if sig.is_port:         # a plain input (smem_size)
             out.append(f"`define {_PREFIX}_{port.upper()}_WIDTH {Shape.cast(sig.shape).width}")
