@@ -86,7 +86,7 @@ class CopyWalkOrder(Elaboratable):
         two = Signal()
         m.d.comb += two.eq(Mux(form == 0, 1, Mux(form == 2, 1, 0)))
         assert [f for f in range(len(FORMS)) if form_chunks(f) == 2] == [0, 2]
-        with m.If(d.start & ~d.busy):
+        with m.If(d.start & d.ready):
             m.d.sync += [start.eq(d.addr), lbo.eq(d.lbo), sbo.eq(d.sbo), form.eq(d.form), swz.eq(d.swizzle_log),
                          boff.eq(d.base_offset), n.eq(0), gbase.eq(d.addr)]
         with m.Elif(d.valid & d.advance):
@@ -108,6 +108,8 @@ class CopyWalkOrder(Elaboratable):
                              Assert(d.step.last == (n == steps - 1), "last on the final step only"),
                              Assert(st["gbase"] == gbase, "the group base is start + g·SBO")]
         m.d.comb += Cover(d.valid & d.step.last & (form == 0))
+        # the walk takes a start when idle or as its last step advances, and then at no other time
+        m.d.comb += Assert(d.ready == (~d.valid | (d.advance & d.step.last)), "a start is taken when ready only")
         return m
 
 

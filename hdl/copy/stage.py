@@ -36,15 +36,17 @@ class CopyStage(wiring.Component):
     write; a refused copy gives one beat with its error and touches nothing.
 
     Rate: a step a cycle when its chunks lie in eight different quads (every canonical
-    layout): 128 bytes a clock, a .128x256b (4 KiB) in 32 steps. Latency: the instruction is
-    held the cycle after it is taken and checked; the walk starts the cycle the claim is made;
-    a step's chunks are read in the cycle it is served, registered the next, written the one
-    after; the result beat is offered the cycle after the last write.
+    layout): 128 bytes a clock, a .128x256b (4 KiB) in 32 steps. The next copy is taken and
+    checked while one is walked, and its first step follows the last step of the one before.
+    Latency: the instruction is checked the cycle after it is taken; the walk starts the cycle
+    the claim is made; a step's chunks are read in the cycle it is served, registered the
+    next, written the one after; the result beat is offered the cycle after the last write.
+    A refused copy answers after every copy before it.
 
     Ordering: while a copy is held the shared path takes no instruction (``active``), and an
     instruction already in it finishes first (the claim waits for ``quiet``); the quadrants a
-    copy writes take no tcgen05 instruction, fill or dump (``hold``) until its result beat,
-    and it waits for them to be idle. So a tcgen05.ld issued after a copy's result reads the
+    copy writes take no tcgen05 instruction, fill or dump (``hold``) until its last write has
+    landed, and it waits for them to be idle. So a tcgen05.ld issued after a copy's result reads the
     copy, and a stmatrix issued after a copy was taken does not change what it reads.
 
     Members
@@ -96,17 +98,13 @@ class CopyStage(wiring.Component):
         walk = m.submodules.walk = CopyWalk(p)
         sched = m.submodules.sched = BankScheduler(rows=SLOTS, quads=p.quads, line_bits=p.line_bits)
 
-        # -- the instruction, held and checked --------------------------------------------
+        # -- the next copy: held and checked while the one before is walked ----------------
         held = Signal(cp_instr_layout(), name="c_instr")
         size = Signal.like(self.smem_size, name="c_smem_size")
-        checked, running, answering = Signal(name="c_checked"), Signal(name="c_running"), Signal(name="c_answer")
-        error = Signal(Error, name="c_error")
-        taken = Signal(name="c_taken")          # an instruction is held
-        m.d.comb += [check.instr.eq(held), check.smem_size.eq(size),
-                     self.instr.ready.eq(~taken)]
+        taken, checked = Signal(name="c_taken"), Signal(name="c_checked")
+        m.d.comb += [check.instr.eq(held), check.smem_size.eq(size), self.instr.ready.eq(~taken)]
         with m.If(self.instr.valid & self.instr.ready):
             m.d.sync += [held.eq(self.instr.payload), size.eq(self.smem_size), taken.eq(1), checked.eq(1)]
-
         targets = Signal(TMEM_QUADRANTS, name="c_targets")      # the quadrants the form writes
         with m.Switch(held.form):
             for f, (shape, _) in enumerate(FORMS):
@@ -116,86 +114,106 @@ class CopyStage(wiring.Component):
                         mask |= q_mask
                     m.d.comb += targets.eq(mask)
 
+        # -- the copy being walked: what its steps' writes need -------------------------------
+        ctx = Signal(data.StructLayout({"form": unsigned(len(held.form)), "fmt": unsigned(len(held.fmt)),
+                                        "taddr": unsigned(32), "targets": unsigned(TMEM_QUADRANTS)}),
+                     name="c_copy")
+        in_flight = Signal(name="c_in_flight")  # steps of a copy still to be read or written
+        ok_results = Signal(range(4), name="c_ok_results")      # copies done, not yet answered
+        refusal = Signal(Error, name="c_refusal")               # a refused copy's beat, waiting
+        # a checked copy starts as the walk takes it, the shared path is quiet and its
+        # quadrants are idle; a refused one answers once every copy before it has
         claim = Signal(name="c_claim")
-        m.d.comb += claim.eq(checked & (check.error == Error.NONE) & self.quiet
-                             & ((self.tmem_idle & targets) == targets))
-        with m.If(checked & (check.error != Error.NONE)):
-            m.d.sync += [checked.eq(0), answering.eq(1), error.eq(check.error)]
-        with m.Elif(claim):
-            m.d.sync += [checked.eq(0), running.eq(1), error.eq(Error.NONE)]
+        # (at most three answers wait: two done, one finishing)
+        m.d.comb += claim.eq(checked & (check.error == Error.NONE) & walk.ready & self.quiet
+                             & ((self.tmem_idle & targets) == targets) & (ok_results < 2))
+        refuse = Signal(name="c_refuse")
+        m.d.comb += refuse.eq(checked & (check.error != Error.NONE) & ~in_flight & (ok_results == 0)
+                              & (refusal == Error.NONE))
+        with m.If(claim):
+            m.d.sync += [checked.eq(0), taken.eq(0), ctx.form.eq(held.form), ctx.fmt.eq(held.fmt),
+                         ctx.taddr.eq(held.taddr), ctx.targets.eq(targets)]
+        with m.If(refuse):
+            m.d.sync += [checked.eq(0), taken.eq(0), refusal.eq(check.error)]
         m.d.comb += [walk.start.eq(claim), walk.form.eq(held.form), walk.addr.eq(check.start),
                      walk.lbo.eq(check.lbo), walk.sbo.eq(check.sbo), walk.base_offset.eq(check.base_offset),
                      walk.swizzle_log.eq(check.swizzle_log)]
-        reading = Signal(name="c_reading")      # the walk or its last reads still hold the banks
-        m.d.comb += [self.reading.eq(walk.busy | reading), self.active.eq(claim | walk.busy | reading),
-                     self.hold.eq(Mux(claim | running, targets, 0))]
 
         # -- reads: a step's chunks onto the quads -------------------------------------------
         step = walk.step
+        valid_slots = Cat(*[step.slots[k].valid for k in range(SLOTS)])
         done = Signal(SLOTS, name="c_served")           # slots of this step already read
-        m.d.comb += [sched.eligible.eq(Cat(*[step.slots[k].valid for k in range(SLOTS)]) & ~done)]
+        m.d.comb += sched.eligible.eq(valid_slots & ~done)
         for k in range(SLOTS):
             m.d.comb += [sched.quad[k].eq(step.slots[k].quad), sched.line[k].eq(step.slots[k].line)]
         for q in range(p.quads):
             g = sched.grant[q]
             m.d.comb += [self.banks.line[q].eq(g.line), self.banks.read[q].eq(g.valid)]
         complete = Signal(name="c_complete")            # every slot of the step is read by now
-        m.d.comb += [complete.eq(walk.valid & ((done | sched.served) == Cat(*[step.slots[k].valid
-                                                                             for k in range(SLOTS)]))),
-                     walk.advance.eq(complete)]
+        m.d.comb += [complete.eq(walk.valid & ((done | sched.served) == valid_slots)), walk.advance.eq(complete)]
         with m.If(complete):
             m.d.sync += done.eq(0)
         with m.Elif(walk.valid):
             m.d.sync += done.eq(done | sched.served)
 
-        # the reads a cycle later: each slot's row from its quad
+        # a step's write, decided as it is read: the columns, quadrants and lanes
+        info = data.StructLayout({"valid": 1, "last": 1, "fmt": unsigned(len(held.fmt)),
+                                  "col": unsigned((p.tmem.columns - 1).bit_length()),
+                                  "quads": unsigned(TMEM_QUADRANTS), "lanes": unsigned(TMEM_LANES), "four": 1})
+        now = Signal(info, name="c_step")
+        lane0, col0 = ctx.taddr[16:21], ctx.taddr[0:16]
+        first = Signal(range(TMEM_LANES), name="c_first_lane")      # of the group's eight
+        m.d.comb += [now.valid.eq(complete), now.last.eq(step.last), now.fmt.eq(ctx.fmt),
+                     now.col.eq(col0 + CHUNK_COLS * step.chunk)]
+        with m.Switch(ctx.form):
+            for f, (shape, _) in enumerate(FORMS):
+                with m.Case(f):
+                    if shape == "4x256b":       # a row a quadrant, at the lane origin
+                        m.d.comb += [now.four.eq(1), now.quads.eq(0b1111), now.lanes.eq(1 << lane0)]
+                        continue
+                    with m.Switch(step.group):
+                        for g, (mask, lane) in enumerate(group_targets(f)):
+                            with m.Case(g):
+                                m.d.comb += [now.quads.eq(mask), now.lanes.eq(0xFF << lane)]
+        # the reads a cycle later: each slot's row from its quad; the write the cycle after
         served_d = Signal(SLOTS, name="c_served_d")
         quad_d = Signal(data.ArrayLayout(unsigned(3), SLOTS), name="c_quad_d")
-        info = data.StructLayout({"valid": 1, "chunk": 1, "group": unsigned(4), "last": 1})
         step_d, write = Signal(info, name="c_step_d"), Signal(info, name="c_write")
-        m.d.sync += [served_d.eq(sched.served), reading.eq(complete & step.last),
-                     step_d.valid.eq(complete), step_d.chunk.eq(step.chunk), step_d.group.eq(step.group),
-                     step_d.last.eq(step.last)]
+        reading = Signal(name="c_reading")      # the last reads of a copy hold the banks a cycle more
+        m.d.sync += [served_d.eq(sched.served), reading.eq(complete & step.last), step_d.eq(now), write.eq(step_d)]
         m.d.sync += [quad_d[k].eq(step.slots[k].quad) for k in range(SLOTS)]
         rows = [Signal(ROW_BITS, name=f"c_row{k}") for k in range(SLOTS)]
         for k in range(SLOTS):
             with m.If(served_d[k]):
                 m.d.sync += rows[k].eq(mux_tree(quad_d[k], [self.banks.rdata[q] for q in range(p.quads)]))
-        m.d.sync += write.eq(step_d)
+        m.d.comb += [in_flight.eq(walk.busy | step_d.valid | write.valid),
+                     self.reading.eq(walk.busy | reading), self.active.eq(claim | walk.busy | reading),
+                     # held: the walking copy's quadrants, those its steps still write, the claim's
+                     self.hold.eq(Mux(walk.busy, ctx.targets, 0) | Mux(step_d.valid, step_d.quads, 0)
+                                  | Mux(write.valid, write.quads, 0) | Mux(claim, targets, 0))]
 
         # -- writes: widened rows into the quadrants -----------------------------------------
         wide = []
         for k in range(SLOTS):
             dec = m.submodules[f"decompress{k}"] = Decompressor()
-            m.d.comb += [dec.row.eq(rows[k]), dec.fmt.eq(held.fmt)]
+            m.d.comb += [dec.row.eq(rows[k]), dec.fmt.eq(write.fmt)]
             wide.append(dec.out)
-        lane0, col0 = held.taddr[16:21], held.taddr[0:16]
-        four = Signal(name="c_four_rows")               # .4x256b: a row a quadrant
-        first = Signal(range(TMEM_LANES), name="c_first_lane")      # of the group's eight
-        qmask = Signal(TMEM_QUADRANTS, name="c_group_quadrants")
-        with m.Switch(held.form):
-            for f, (shape, _) in enumerate(FORMS):
-                with m.Case(f):
-                    if shape == "4x256b":
-                        m.d.comb += [four.eq(1), qmask.eq(0b1111)]
-                        continue
-                    with m.Switch(write.group):
-                        for g, (mask, lane) in enumerate(group_targets(f)):
-                            with m.Case(g):
-                                m.d.comb += [qmask.eq(mask), first.eq(lane)]
         for q in range(TMEM_QUADRANTS):
             port = self.tmem[q]
-            m.d.comb += [port.valid.eq(write.valid & qmask[q]),
-                         port.payload.col.eq(col0 + CHUNK_COLS * write.chunk)]
+            m.d.comb += [port.valid.eq(write.valid & write.quads[q]), port.payload.col.eq(write.col),
+                         port.payload.lanes.eq(write.lanes)]
             for k in range(SLOTS):
                 # lane 8a + k takes slot k; a .4x256b's quadrant takes its one row in every slot
-                m.d.comb += port.payload.rows[k].eq(Mux(four, wide[q], wide[k]))
-            m.d.comb += port.payload.lanes.eq(Mux(four, 1 << lane0, 0xFF << first))
+                m.d.comb += port.payload.rows[k].eq(Mux(write.four, wide[q], wide[k]))
 
-        # -- the result beat -----------------------------------------------------------------
-        with m.If(write.valid & write.last):
-            m.d.sync += [running.eq(0), answering.eq(1)]
-        m.d.comb += [self.result.valid.eq(answering), self.result.payload.error.eq(error)]
-        with m.If(self.result.valid & self.result.ready):
-            m.d.sync += [answering.eq(0), taken.eq(0)]
+        # -- result beats, in order: the copies done, then a refusal -------------------------
+        answered = Signal(name="c_answered")
+        finished = Signal(name="c_finished")
+        m.d.comb += [finished.eq(write.valid & write.last),
+                     self.result.valid.eq((ok_results != 0) | (refusal != Error.NONE)),
+                     self.result.payload.error.eq(Mux(ok_results != 0, Error.NONE, refusal)),
+                     answered.eq(self.result.valid & self.result.ready)]
+        with m.If(answered & (ok_results == 0)):
+            m.d.sync += refusal.eq(Error.NONE)
+        m.d.sync += ok_results.eq(ok_results + finished - (answered & (ok_results != 0)))
         return m

@@ -27,7 +27,8 @@ class CopyWalk(wiring.Component):
     a group.
 
     Latency: ``step`` is valid the cycle after ``start``; the next step the cycle after
-    ``advance``. ``start`` is taken only while idle (``busy`` low).
+    ``advance``. ``start`` is taken while ``ready``: idle, or in the cycle the last step
+    advances (the next copy's first step follows the last without a gap).
 
     Members
     -------
@@ -45,6 +46,8 @@ class CopyWalk(wiring.Component):
         ``step`` is a step of the copy.
     busy : Out(1)
         Same as ``valid``: a copy is being walked.
+    ready : Out(1)
+        A ``start`` is taken this cycle.
     """
 
     def __init__(self, params: Params):
@@ -52,7 +55,8 @@ class CopyWalk(wiring.Component):
         self.line_bits = params.line_bits
         super().__init__({"start": In(1), "form": In(FORM_BITS), "addr": In(ADDR_BITS), "lbo": In(ADDR_BITS),
                           "sbo": In(ADDR_BITS), "base_offset": In(3), "swizzle_log": In(2), "advance": In(1),
-                          "step": Out(step_layout(params.line_bits)), "valid": Out(1), "busy": Out(1)})
+                          "step": Out(step_layout(params.line_bits)), "valid": Out(1), "busy": Out(1),
+                          "ready": Out(1)})
         # the walk's state, named here for the proof's invariant (formal/copy_specs.py)
         self.state = {"form": Signal(FORM_BITS, name="w_form"), "lbo": Signal(ADDR_BITS, name="w_lbo"),
                       "sbo": Signal(ADDR_BITS, name="w_sbo"), "base_offset": Signal(3, name="w_base_offset"),
@@ -84,8 +88,8 @@ class CopyWalk(wiring.Component):
                                  group_rows.eq(min(form_rows(f), GROUP_ROWS))]
         last = Signal()
         m.d.comb += [last.eq((group == last_group) & (chunk == two_chunks)),
-                     self.valid.eq(valid), self.busy.eq(valid)]
-        with m.If(self.start & ~valid):
+                     self.valid.eq(valid), self.busy.eq(valid), self.ready.eq(~valid | (self.advance & last))]
+        with m.If(self.start & self.ready):
             m.d.sync += [valid.eq(1), form.eq(self.form), lbo.eq(self.lbo), sbo.eq(self.sbo),
                          base_offset.eq(self.base_offset), swz.eq(self.swizzle_log), gbase.eq(self.addr),
                          group.eq(0), chunk.eq(0)]

@@ -109,3 +109,60 @@ def test_a_step_a_cycle():
                and (r.get("desc", 0) >> 61) == 2)
     [(error, _, cycles)] = _run([rec])
     assert error == Error.NONE and cycles == 1 + 32 + 3
+
+
+def _burst(records, backpressure=0.0, seed=0):
+    """The records offered back to back (shared memory: the first record's); per result beat
+    its error and cycle."""
+    dut = CopyStage(Params(smem_bytes=MAX_SMEM_BYTES, tmem_columns=COLS))
+    rng = np.random.default_rng(seed)
+    smem = np.frombuffer(bytes.fromhex(records[0]["smem"]), np.uint8)
+    beats = []
+
+    async def bench(ctx):
+        ctx.set(dut.smem_size, len(smem))
+        ctx.set(dut.tmem_idle, 0b1111)
+        ctx.set(dut.quiet, 1)
+        todo = list(records)
+        cycle = 0
+        while len(beats) < len(records):
+            if todo:
+                ins = ptx.parse(todo[0]["instr"], todo[0]["target"])
+                for k, v in instr_fields(ins, todo[0].get("desc"), todo[0].get("taddr")).items():
+                    ctx.set(getattr(dut.instr.payload, k), v)
+            ctx.set(dut.instr.valid, bool(todo))
+            ctx.set(dut.result.ready, int(rng.random() >= backpressure))
+            now = {q: ctx.get(dut.banks.line[q]) for q in range(8) if ctx.get(dut.banks.read[q])}
+            if todo and ctx.get(dut.instr.ready):
+                todo.pop(0)
+            if ctx.get(dut.result.valid) and ctx.get(dut.result.ready):
+                beats.append((Error(ctx.get(dut.result.payload.error)), cycle))
+            await ctx.tick()
+            cycle += 1
+            for q in range(8):
+                a = 128 * now.get(q, 0) + 16 * q
+                ctx.set(dut.banks.rdata[q], int.from_bytes(smem[a:a + 16].tobytes(), "little"))
+            assert cycle < 2000
+
+    simulate(dut, bench)
+    return beats
+
+
+def test_copies_back_to_back_at_a_step_a_cycle():
+    """Four .128x256b copies offered back to back: one result beat every 32 cycles (128 bytes a
+    clock), the next copy's first step right after the last step of the one before."""
+    rec = next(r for r in RECORDS if "128x256b" in r["instr"] and "error" not in r["expect"]
+               and (r.get("desc", 0) >> 61) == 2)
+    beats = _burst([rec] * 4)
+    assert [e for e, _ in beats] == [Error.NONE] * 4
+    assert [b - a for (_, a), (_, b) in zip(beats, beats[1:])] == [32, 32, 32]
+
+
+def test_refusals_answer_in_order_under_back_pressure():
+    """Copies and refused copies mixed, the result stream stalled at random: one beat per copy,
+    in the order they were offered."""
+    good = next(r for r in RECORDS if "32x128b" in r["instr"] and "error" not in r["expect"])
+    bad = next(r for r in RECORDS if r["expect"].get("error") == "descriptor")
+    order = [good, bad, good, good, bad, bad, good]
+    beats = _burst([dict(r, smem=good["smem"]) for r in order], backpressure=0.6, seed=3)
+    assert [e for e, _ in beats] == [Error.DESCRIPTOR if r is bad else Error.NONE for r in order]
