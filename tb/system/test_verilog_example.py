@@ -63,6 +63,12 @@ def test_header_numbers(emitted):
     for name in ("reg", "reg2", "two", "kind", "last", "error"):
         assert d[f"TENSORLSU_TMEM_RESULT_{name.upper()}_OFFSET"] == lay.tmem_result[name][0], name
     assert (d["TENSORLSU_TMEM_COLUMNS"], d["TENSORLSU_TMEM_QUADRANTS"], d["TENSORLSU_TMEM_SHAPE_16X32BX2"]) == (64, 4, 1)
+    # tcgen05.cp: the instruction's fields where the benches put them, the form and format codes
+    for name, (off, width) in lay.cp_instr.items():
+        assert (d[f"TENSORLSU_CP_INSTR_{name.upper()}_OFFSET"], d[f"TENSORLSU_CP_INSTR_{name.upper()}_WIDTH"]) \
+            == (off, width), name
+    assert (d["TENSORLSU_CP_FORM_128X256B"], d["TENSORLSU_CP_FORM_32X128B_WARPX4"], d["TENSORLSU_CP_FMT_B4X16_P64"]) \
+        == (0, 5, 2)
 
 
 @pytest.mark.parametrize("axi_data_bits", [128, 256, 512])

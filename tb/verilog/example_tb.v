@@ -127,6 +127,8 @@ module example_tb;
         .tmem_store__3__valid(1'b0), .tmem_result__3__ready(1'b0), .tmem_fill__3__payload({`TENSORLSU_TMEM_FILL_WIDTH{1'b0}}),
         .tmem_fill__3__valid(1'b0), .tmem_dump_req__3__payload({`TENSORLSU_TMEM_DUMP_REQ_WIDTH{1'b0}}), .tmem_dump_req__3__valid(1'b0),
         .tmem_dump__3__ready(1'b0),
+        // the tcgen05.cp port: no copy here
+        .cp_instr__payload({`TENSORLSU_CP_INSTR_WIDTH{1'b0}}), .cp_instr__valid(1'b0), .cp_result__ready(1'b0),
         // the global AXI port: reads only; the write channels stay idle
         .axi__arvalid(axi_arvalid), .axi__arready(axi_arready), .axi__arid(axi_arid), .axi__araddr(axi_araddr),
         .axi__arlen(axi_arlen), .axi__rvalid(axi_rvalid), .axi__rready(axi_rready), .axi__rid(axi_rid),
