@@ -229,16 +229,22 @@ class TB:
     async def cp_job(self, job: dict) -> dict:
         """tcgen05.cp: shared memory and the quadrants' images in, the copy (or ``cps``, copies
         back to back), each result beat (the error code, the cycles it was taken and
-        answered), and every quadrant out (unless ``tmem_dump`` is false)."""
+        answered), and every quadrant out (unless ``tmem_dump`` is false). ``after``: shared-path
+        instructions offered on ``instr`` as soon as the first copy is taken (their results in
+        ``after``; ``dump_lines`` lines of shared memory read back at the end)."""
         await self.load_image(bytes.fromhex(job["image"]))
         for q, image in job.get("tmem_image", {}).items():
             await self.tmem_load(int(q), bytes.fromhex(image))
         instrs, accepted = job.get("cps") or [job["cp"]], []
+        behind = None
 
         async def send():
+            nonlocal behind
             for fields in instrs:
                 await self.put("cp_instr", self.lay.pack_cp_instr(fields))
                 accepted.append(self.cycle)
+                if behind is None and job.get("after"):
+                    behind = cocotb.start_soon(self.stream(job["after"], "instr", self.pack, "store", self.collect))
 
         sender = cocotb.start_soon(send())
         copies = []
@@ -249,6 +255,11 @@ class TB:
         for c, a in zip(copies, accepted):
             c["accepted"] = a
         res = {**copies[0], "copies": copies, "latency": copies[0]["done"] - copies[0]["accepted"]}
+        if behind is not None:
+            res["after"] = await behind
+            self.known = False
+        if job.get("dump_lines"):
+            res["dump"] = (await self.dump_lines(job["dump_lines"])).hex()
         if job.get("tmem_dump", True):
             res["tmem_dump"] = {str(q): (await self.tmem_dump(q)).hex() for q in self.tmem}
         for q in self.tmem:

@@ -205,11 +205,13 @@ class LoadStoreUnit(wiring.Component):
         m.submodules.copy = cp = CopyStage(p)
         wiring.connect(m, wiring.flipped(self.cp_instr), cp.instr)
         wiring.connect(m, cp.result, wiring.flipped(self.cp_result))
-        # a fill or dump claims the banks first; a fill waits for a copy that holds them. An
-        # instruction waiting on a port goes before the next copy (copies back to back would
-        # otherwise hold the banks and quadrants for ever)
-        m.d.comb += [cp.smem_size.eq(self.smem_size), cp.quiet.eq(quiet & ~banks.claim & ~self.instr.valid),
-                     banks.quiet.eq(quiet & ~cp.reading), accept.stall.eq(banks.claim | cp.active)]
+        # a fill or dump claims the banks first; a fill waits for a copy that holds them. A copy,
+        # once taken, goes before any instruction offered after it; an instruction offered on
+        # the shared port goes before a copy not yet taken, and one waiting on a quadrant's port
+        # before the copy that would write it (copies back to back starve nothing)
+        m.d.comb += [cp.smem_size.eq(self.smem_size), cp.quiet.eq(quiet & ~banks.claim), cp.defer.eq(self.instr.valid),
+                     banks.quiet.eq(quiet & ~cp.reading),
+                     accept.stall.eq(banks.claim | cp.active | cp.waiting)]
         for q, quad in enumerate(quads):
             m.d.comb += [cp.tmem_idle[q].eq(quad.idle & ~self.tmem_instr[q].valid), quad.hold.eq(cp.hold[q])]
             wiring.connect(m, cp.tmem[q], quad.copy)

@@ -43,8 +43,10 @@ class CopyStage(wiring.Component):
     next, written the one after; the result beat is offered the cycle after the last write.
     A refused copy answers after every copy before it.
 
-    Ordering: while a copy is held the shared path takes no instruction (``active``), and an
-    instruction already in it finishes first (the claim waits for ``quiet``); the quadrants a
+    Ordering: from the cycle a copy is taken until its reads are done the shared path takes
+    no instruction (``waiting``, ``active``), and an instruction already in it finishes first
+    (the claim waits for ``quiet``); a copy is not taken while a shared-path instruction is
+    offered (``defer``: copies back to back do not starve it); the quadrants a
     copy writes take no tcgen05 instruction, fill or dump (``hold``) until its last write has
     landed, and it waits for them to be idle. So a tcgen05.ld issued after a copy's result reads the
     copy, and a stmatrix issued after a copy was taken does not change what it reads.
@@ -63,6 +65,11 @@ class CopyStage(wiring.Component):
     reading : Out(1)
         ``active`` without the claim of this cycle (a register's decode: a fill may wait on
         it without a loop through the claim).
+    waiting : Out(1)
+        A copy has been taken and has not claimed yet: the shared path must take nothing
+        (an instruction offered after the copy must not overtake it).
+    defer : In(1)
+        Take no copy this cycle (a shared-path instruction is offered: it goes first).
     tmem_idle : In(TMEM_QUADRANTS)
     hold : Out(TMEM_QUADRANTS)
         The quadrants the copy claims or holds (combinational with the claim).
@@ -86,7 +93,7 @@ class CopyStage(wiring.Component):
             "smem_size": In(range(p.smem_bytes + 1), init=p.smem_bytes),
             "result": Out(stream.Signature(cp_result_layout())),
             "banks": Out(BankPortSignature(p)),
-            "quiet": In(1), "active": Out(1), "reading": Out(1),
+            "quiet": In(1), "active": Out(1), "reading": Out(1), "defer": In(1), "waiting": Out(1),
             "tmem_idle": In(TMEM_QUADRANTS), "hold": Out(TMEM_QUADRANTS),
             "tmem": Out(tmem_copy_signature(p.tmem.columns)).array(TMEM_QUADRANTS),
         })
@@ -102,7 +109,8 @@ class CopyStage(wiring.Component):
         held = Signal(cp_instr_layout(), name="c_instr")
         size = Signal.like(self.smem_size, name="c_smem_size")
         taken, checked = Signal(name="c_taken"), Signal(name="c_checked")
-        m.d.comb += [check.instr.eq(held), check.smem_size.eq(size), self.instr.ready.eq(~taken)]
+        m.d.comb += [check.instr.eq(held), check.smem_size.eq(size), self.instr.ready.eq(~taken & ~self.defer),
+                     self.waiting.eq(taken)]
         with m.If(self.instr.valid & self.instr.ready):
             m.d.sync += [held.eq(self.instr.payload), size.eq(self.smem_size), taken.eq(1), checked.eq(1)]
         targets = Signal(TMEM_QUADRANTS, name="c_targets")      # the quadrants the form writes

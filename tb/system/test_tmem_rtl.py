@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 from conftest import DATA
 from tensorlsu.cosim import cli
+from tensorlsu.cosim.backend import RtlBackend
 from tensorlsu.cosim.jobs import quadrant_image, tmem_from_dumps, tmem_instr_job, tmem_outcome
 from tensorlsu.cosim.runner import run_jobs
 from tensorlsu.hdl.codes import Error
-from tensorlsu.sim import model, ptx
+from tensorlsu.hdl.pipeline.forms import form_id
+from tensorlsu.sim import descriptor, model, ptx, trace
 from tmemgen import random_case
 
 SIMS = ["icarus", "verilator"]
@@ -118,3 +120,69 @@ def test_four_warps_at_once_against_the_model(sim):
         bad = np.argwhere(got != image)
         assert not len(bad), f"job {j}: Tensor Memory differs first at lane, column {bad[0].tolist()}"
     assert counts["ok"] >= 4 * n and counts["refused"] >= 4 and counts["store"] >= 10 and counts["red"] >= 3, counts
+
+
+def _cp_records():
+    recs = list(trace.load(DATA / "sm100_cp.jsonl"))
+    return [r for r in recs if len(r.raw["smem"]) // 2 <= 16 * 1024]
+
+
+def _cp_expect(rec):
+    cols = rec.raw["tmem_cols"]
+    if "error" in rec.expect:
+        return None
+    img = np.zeros(128 * cols * 4, np.uint8)
+    got = bytes.fromhex(rec.expect["tmem"])
+    img[:len(got)] = np.frombuffer(got, np.uint8)
+    return img.view("<u4").reshape(128, cols)
+
+
+def test_tcgen05_cp_with_idle_and_back_pressure():
+    """Copy records through the unit with idle cycles on every input stream and back-pressure on
+    every output (the fills and dumps around them too): the same images and refusals."""
+    recs = [r for r in _cp_records() if r.raw["tmem_cols"] == 32][:24]
+    backend = RtlBackend()
+    jobs = [backend.cp_job(r) for r in recs]
+    results, _ = run_jobs(jobs, sim="icarus", smem_bytes=16 * 1024, tmem_columns=32, idle=0.3, backpressure=0.3,
+                          seed=5)
+    for rec, res in zip(recs, results):
+        want = _cp_expect(rec)
+        if want is None:
+            assert res["error"] != 0, rec.raw["instr"]
+        else:
+            assert res["error"] == 0 and np.array_equal(tmem_from_dumps(res["tmem_dump"], 32), want), rec.raw["instr"]
+
+
+def test_tcgen05_cp_ordering():
+    """A stmatrix offered as soon as a copy is taken, over the rows the copy reads, does not
+    change what the copy reads (it waits for the copy's reads), and lands after it; a tcgen05.ld
+    issued after the copy's result beat reads what the copy wrote."""
+    rec = next(r for r in _cp_records() if "128x256b" in r.raw["instr"] and "b8x16" not in r.raw["instr"]
+               and "error" not in r.expect)
+    smem = np.frombuffer(bytes.fromhex(rec.raw["smem"]), np.uint8).copy()
+    cols = rec.raw["tmem_cols"]
+    ins = rec.ins
+    desc, taddr = rec.raw.get("desc", ins.desc), rec.raw.get("taddr", ins.taddr)
+    chunks = descriptor.chunk_addresses(ins, descriptor.decode(desc))
+    rows = [int(a) for a in chunks[:32, 0]]                 # the first chunks the copy reads
+    st = ptx.parse("stmatrix.sync.aligned.m8n8.x4.shared.b16", "sm_90a")
+    regs = np.random.default_rng(9).integers(0, 1 << 32, (32, 4), dtype=np.uint64).astype(np.uint32)
+    before = model.tmem_image(bytes.fromhex(rec.raw.get("tmem", "")), cols)
+    copied = model.tcgen05_cp(ins, smem, desc, taddr, before, cols=cols)
+    stored = model.stmatrix(st, smem, rows, regs)
+    job = RtlBackend().cp_job(rec)
+    job["after"] = [{"form": form_id(st), "addr": rows, "store": [[int(regs[t][k]) for t in range(32)]
+                                                                  for k in range(4)]}]
+    job["dump_lines"] = len(smem) // 128
+    ld = ptx.parse("tcgen05.ld.sync.aligned.32x32b.x8.b32", "sm_100a")
+    lane_col = (taddr + ins.offset) % (1 << 32) & 0xFFFF
+    load = {"tmem": {"0": [tmem_instr_job(ld, lane_col, 0)]}}
+    results, _ = run_jobs([job, load], sim="icarus", smem_bytes=16 * 1024, tmem_columns=cols)
+    res, got = results
+    assert res["error"] == 0
+    assert np.array_equal(tmem_from_dumps(res["tmem_dump"], cols), copied)
+    assert res["after"][0]["error"] == 0 and res["after"][0]["accepted"] > res["accepted"]
+    assert bytes.fromhex(res["dump"])[:len(smem)] == stored.tobytes()
+    out = tmem_outcome(ld, got["tmem"]["0"][0])
+    want, _ = model.tcgen05_ld(ld, copied, lane_col, 0, cols=cols)
+    assert np.array_equal(np.array(out["regs"], np.uint32), want)
