@@ -1,18 +1,19 @@
 """Formal specifications of the copy wing (see specs.py for the conventions: undriven inputs
 are free, assumptions constrain the environment).
 
-The walk is checked against the walk of docs/tcgen05-cp.md written out here with a multiplier
-and the swizzle as stated (not the component's running base or its shifts), for every form,
-every descriptor and every pattern of advances.
+The walk is checked against the walk of docs/tcgen05-cp.md written out here with the swizzle
+as stated (not the component's shifts), for every form, every descriptor and every pattern of
+advances; the placement against the lane table itself (not the group table it is built from).
 """
 
 from amaranth import Elaboratable, Module, Mux, Signal
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Assert, Assume, Cover
 from tensorlsu.hdl.copy.check import ADDR_BITS
-from tensorlsu.hdl.copy.records import FORMS, SLOTS, form_chunks, form_rows
+from tensorlsu.hdl.copy.placement import CopyPlacement
+from tensorlsu.hdl.copy.records import FORMS, SLOTS, form_chunks, form_lanes, form_rows
 from tensorlsu.hdl.copy.walk import CopyWalk
-from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.params import Params, TmemParams
 
 __all__ = ["COPY_SPECS"]
 
@@ -113,6 +114,64 @@ class CopyWalkOrder(Elaboratable):
         return m
 
 
+class CopyPlacementSpec(Elaboratable):
+    """For every form, group, chunk and taddr the check lets through, the placement writes each
+    row of the step where the lane table (``layouts.cp_lane_table``, read here directly) puts
+    it: every copy of the row in its quadrant, at the lane whose slot (lane mod 8) holds the
+    row (one row a quadrant, at taddr's lane, for a .4x256b), no other lane or quadrant, four
+    columns from taddr's column plus four a chunk."""
+
+    def __init__(self, placement_cls=CopyPlacement):
+        self.dut = placement_cls(TmemParams(512))
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        for sig in (d.form, d.taddr, d.group, d.chunk):
+            m.d.comb += sig.eq(AnySeq(len(sig)))
+        lane0, col0 = d.taddr[16:32], d.taddr[0:16]
+        m.d.comb += [Assume(d.form < len(FORMS)), Assume(col0[0:2] == 0), Assume(col0 + 8 <= 512)]
+        m.d.comb += Assert(d.col == (col0 + 4 * d.chunk)[:len(d.col)], "four columns from taddr's, four a chunk")
+        for f, (shape, cast) in enumerate(FORMS):
+            L = form_lanes(f)
+            rows, chunks = form_rows(f), form_chunks(f)
+            with m.If(d.form == f):
+                m.d.comb += [Assume(d.group < max(rows // 8, 1)), Assume(d.chunk < chunks),
+                             Assume(lane0 <= 127 - int(L.max()))]
+                if rows < 8:        # one row a quadrant, at taddr's lane
+                    for r in range(rows):
+                        assert all(int(x) == 32 * r for x in L[r])
+                    m.d.comb += [Assert(d.four & (d.quads == 0b1111), "a row a quadrant"),
+                                 Assert(d.lanes == (1 << lane0[:5])[:32], "at taddr's lane")]
+                    continue
+                m.d.comb += Assume(lane0 == 0)
+                for g in range(rows // 8):
+                    with m.If(d.group == g):
+                        quads, lanes = 0, set()
+                        for k in range(8):
+                            for lane in L[8 * g + k]:
+                                q, within = divmod(int(lane), 32)
+                                # the quadrant's lane ``within`` takes slot within mod 8: row k
+                                assert within % 8 == k, (shape, cast, g, k)
+                                quads |= 1 << q
+                                lanes.add(within)
+                        m.d.comb += [Assert(~d.four, "eight rows a step"),
+                                     Assert(d.quads == quads, "the group's quadrants and no other"),
+                                     Assert(d.lanes == sum(1 << x for x in lanes), "the group's lanes and no other")]
+        return m
+
+
+class _BrokenPlacement(CopyPlacement):
+    """A deliberately broken placement: the second group of every form lands on the first's
+    lanes (the placement proof must fail)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        with m.If(self.group == 1):
+            m.d.comb += self.lanes.eq(0xFF)
+        return m
+
+
 class _BrokenWalk(CopyWalk):
     """A deliberately broken walk: its swizzle key forgets the base offset (the walk proof
     must fail)."""
@@ -127,4 +186,7 @@ COPY_SPECS = {
     "copy_walk_order": (lambda: CopyWalkOrder(), "prove", 2, "induction: the steps in order and the group base"),
     "copy_walk_cover": (lambda: CopyWalkOrder(), "cover", 34, "a 128x256b copy ends"),
     "broken_copy_walk": (lambda: CopyWalkSlots(_BrokenWalk), "prove", 1, "must FAIL"),
+    "copy_placement": (lambda: CopyPlacementSpec(), "bmc", 1,
+                       "combinational: one step covers every form, group, chunk and taddr"),
+    "broken_copy_placement": (lambda: CopyPlacementSpec(_BrokenPlacement), "bmc", 1, "must FAIL"),
 }

@@ -6,8 +6,6 @@ from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from tensorlsu.sim.descriptor import CHUNK
-
 from ..codes import Error
 from ..lib.mux import mux_tree
 from ..params import ROW_BITS, TMEM_LANES, TMEM_QUADRANTS, Params
@@ -15,15 +13,12 @@ from ..smem.banks import BankPortSignature
 from ..smem.decompress import Decompressor
 from ..smem.scheduler import BankScheduler
 from .check import CopyCheck
+from .placement import CopyPlacement
 from ..tmem.records import tmem_copy_signature
 from .records import FORMS, SLOTS, cp_instr_layout, cp_result_layout, group_targets
 from .walk import CopyWalk
 
 __all__ = ["CopyStage"]
-
-#: Columns a chunk fills (16 bytes, 4 bytes a column).
-CHUNK_COLS = CHUNK // 4
-
 
 class CopyStage(wiring.Component):
     """Takes a tcgen05.cp, checks it (:class:`~tensorlsu.hdl.copy.check.CopyCheck`), and, once
@@ -169,20 +164,11 @@ class CopyStage(wiring.Component):
                                   "col": unsigned((p.tmem.columns - 1).bit_length()),
                                   "quads": unsigned(TMEM_QUADRANTS), "lanes": unsigned(TMEM_LANES), "four": 1})
         now = Signal(info, name="c_step")
-        lane0, col0 = ctx.taddr[16:21], ctx.taddr[0:16]
-        first = Signal(range(TMEM_LANES), name="c_first_lane")      # of the group's eight
-        m.d.comb += [now.valid.eq(complete), now.last.eq(step.last), now.fmt.eq(ctx.fmt),
-                     now.col.eq(col0 + CHUNK_COLS * step.chunk)]
-        with m.Switch(ctx.form):
-            for f, (shape, _) in enumerate(FORMS):
-                with m.Case(f):
-                    if shape == "4x256b":       # a row a quadrant, at the lane origin
-                        m.d.comb += [now.four.eq(1), now.quads.eq(0b1111), now.lanes.eq(1 << lane0)]
-                        continue
-                    with m.Switch(step.group):
-                        for g, (mask, lane) in enumerate(group_targets(f)):
-                            with m.Case(g):
-                                m.d.comb += [now.quads.eq(mask), now.lanes.eq(0xFF << lane)]
+        place = m.submodules.place = CopyPlacement(p.tmem)
+        m.d.comb += [place.form.eq(ctx.form), place.taddr.eq(ctx.taddr), place.group.eq(step.group),
+                     place.chunk.eq(step.chunk),
+                     now.valid.eq(complete), now.last.eq(step.last), now.fmt.eq(ctx.fmt), now.col.eq(place.col),
+                     now.quads.eq(place.quads), now.lanes.eq(place.lanes), now.four.eq(place.four)]
         # the reads a cycle later: each slot's row from its quad; the write the cycle after
         served_d = Signal(SLOTS, name="c_served_d")
         quad_d = Signal(data.ArrayLayout(unsigned(3), SLOTS), name="c_quad_d")
