@@ -33,8 +33,8 @@ class CopyStage(wiring.Component):
     Rate: a step a cycle when its chunks lie in eight different quads (every canonical
     layout): 128 bytes a clock, a .128x256b (4 KiB) in 32 steps. The next copy is taken and
     checked while one is walked, and its first step follows the last step of the one before.
-    Latency: the instruction is checked the cycle after it is taken; the walk starts the cycle
-    the claim is made; a step's chunks are read in the cycle it is served, registered the
+    Latency: the instruction is checked the cycle after it is taken and its verdict registered;
+    the claim can be made the cycle after; the walk starts the cycle the claim is made; a step's chunks are read in the cycle it is served, registered the
     next, written the one after; the result beat is offered the cycle after the last write.
     A refused copy answers after every copy before it.
 
@@ -103,11 +103,21 @@ class CopyStage(wiring.Component):
         # -- the next copy: held and checked while the one before is walked ----------------
         held = Signal(cp_instr_layout(), name="c_instr")
         size = Signal.like(self.smem_size, name="c_smem_size")
-        taken, checked = Signal(name="c_taken"), Signal(name="c_checked")
+        taken, checking, checked = Signal(name="c_taken"), Signal(name="c_checking"), Signal(name="c_checked")
+        # the check's verdict and fields, registered (the check is deep: a multiply-add and a
+        # comparison; nothing waits on it while a copy is walked)
+        verdict = Signal(Error, name="c_verdict")
+        fields = Signal(data.StructLayout({"start": unsigned(len(check.start)), "lbo": unsigned(len(check.lbo)),
+                                           "sbo": unsigned(len(check.sbo)), "base_offset": 3, "swizzle_log": 2}),
+                        name="c_fields")
         m.d.comb += [check.instr.eq(held), check.smem_size.eq(size), self.instr.ready.eq(~taken & ~self.defer),
                      self.waiting.eq(taken)]
         with m.If(self.instr.valid & self.instr.ready):
-            m.d.sync += [held.eq(self.instr.payload), size.eq(self.smem_size), taken.eq(1), checked.eq(1)]
+            m.d.sync += [held.eq(self.instr.payload), size.eq(self.smem_size), taken.eq(1), checking.eq(1)]
+        with m.If(checking):
+            m.d.sync += [checking.eq(0), checked.eq(1), verdict.eq(check.error), fields.start.eq(check.start),
+                         fields.lbo.eq(check.lbo), fields.sbo.eq(check.sbo), fields.base_offset.eq(check.base_offset),
+                         fields.swizzle_log.eq(check.swizzle_log)]
         targets = Signal(TMEM_QUADRANTS, name="c_targets")      # the quadrants the form writes
         with m.Switch(held.form):
             for f, (shape, _) in enumerate(FORMS):
@@ -128,19 +138,19 @@ class CopyStage(wiring.Component):
         # quadrants are idle; a refused one answers once every copy before it has
         claim = Signal(name="c_claim")
         # (at most three answers wait: two done, one finishing)
-        m.d.comb += claim.eq(checked & (check.error == Error.NONE) & walk.ready & self.quiet
+        m.d.comb += claim.eq(checked & (verdict == Error.NONE) & walk.ready & self.quiet
                              & ((self.tmem_idle & targets) == targets) & (ok_results < 2))
         refuse = Signal(name="c_refuse")
-        m.d.comb += refuse.eq(checked & (check.error != Error.NONE) & ~in_flight & (ok_results == 0)
+        m.d.comb += refuse.eq(checked & (verdict != Error.NONE) & ~in_flight & (ok_results == 0)
                               & (refusal == Error.NONE))
         with m.If(claim):
             m.d.sync += [checked.eq(0), taken.eq(0), ctx.form.eq(held.form), ctx.fmt.eq(held.fmt),
                          ctx.taddr.eq(held.taddr), ctx.targets.eq(targets)]
         with m.If(refuse):
-            m.d.sync += [checked.eq(0), taken.eq(0), refusal.eq(check.error)]
-        m.d.comb += [walk.start.eq(claim), walk.form.eq(held.form), walk.addr.eq(check.start),
-                     walk.lbo.eq(check.lbo), walk.sbo.eq(check.sbo), walk.base_offset.eq(check.base_offset),
-                     walk.swizzle_log.eq(check.swizzle_log)]
+            m.d.sync += [checked.eq(0), taken.eq(0), refusal.eq(verdict)]
+        m.d.comb += [walk.start.eq(claim), walk.form.eq(held.form), walk.addr.eq(fields.start),
+                     walk.lbo.eq(fields.lbo), walk.sbo.eq(fields.sbo), walk.base_offset.eq(fields.base_offset),
+                     walk.swizzle_log.eq(fields.swizzle_log)]
 
         # -- reads: a step's chunks onto the quads -------------------------------------------
         step = walk.step
