@@ -45,19 +45,20 @@ class Layout:
     #: (offset, width) of the fields of the tcgen05.cp port's instruction (None: no port)
     cp_instr: dict | None = None
 
-    def pack_cp_instr(self, fields: dict) -> int:
+    @staticmethod
+    def _pack(places: dict, fields: dict) -> int:
+        """``fields`` (name → value) at their (offset, width) in ``places``."""
         v = 0
         for name, x in fields.items():
-            off, width = self.cp_instr[name]
+            off, width = places[name]
             v |= (int(x) & ((1 << width) - 1)) << off
         return v
 
+    def pack_cp_instr(self, fields: dict) -> int:
+        return self._pack(self.cp_instr, fields)
+
     def pack_tmem_instr(self, fields: dict) -> int:
-        v = 0
-        for name, x in fields.items():
-            off, width = self.tmem_instr[name]
-            v |= (int(x) & ((1 << width) - 1)) << off
-        return v
+        return self._pack(self.tmem_instr, fields)
 
     def pack_tmem_fill(self, col: int, words) -> int:
         return col | self.pack_words(words) << self.tmem_fill_data

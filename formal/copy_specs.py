@@ -27,24 +27,28 @@ def _spec_address(start, lbo, sbo, swz, base_offset, row: int, chunk):
     return pre ^ (key << 4)
 
 
-def _free_inputs(m, d):
-    for sig in (d.start, d.form, d.addr, d.lbo, d.sbo, d.base_offset, d.swizzle_log, d.advance):
-        m.d.comb += sig.eq(AnySeq(len(sig)))
-    m.d.comb += Assume(d.form < len(FORMS))
-
-
-class CopyWalkSlots(Elaboratable):
-    """In any state of the walk, each slot of the step it offers is its row's chunk at the
-    specification's address, written from the group's base (``start + g·SBO``, whose value
-    :class:`CopyWalkOrder` proves): the rows the form has, and no other."""
+class _WalkSpec(Elaboratable):
+    """A walk of the full shared memory, with every input free (the form one of the forms)."""
 
     def __init__(self, walk_cls=CopyWalk):
         self.dut = walk_cls(Params(smem_bytes=228 * 1024))
 
-    def elaborate(self, platform):
+    def _walk(self):
         m = Module()
         d = m.submodules.dut = self.dut
-        _free_inputs(m, d)
+        for sig in (d.start, d.form, d.addr, d.lbo, d.sbo, d.base_offset, d.swizzle_log, d.advance):
+            m.d.comb += sig.eq(AnySeq(len(sig)))
+        m.d.comb += Assume(d.form < len(FORMS))
+        return m, d
+
+
+class CopyWalkSlots(_WalkSpec):
+    """In any state of the walk, each slot of the step it offers is its row's chunk at the
+    specification's address, written from the group's base (``start + g·SBO``, whose value
+    :class:`CopyWalkOrder` proves): the rows the form has, and no other."""
+
+    def elaborate(self, platform):
+        m, d = self._walk()
         st = d.state
         for f in range(len(FORMS)):
             rows = form_rows(f)
@@ -66,19 +70,14 @@ class CopyWalkSlots(Elaboratable):
         return m
 
 
-class CopyWalkOrder(Elaboratable):
+class CopyWalkOrder(_WalkSpec):
     """Each step the walk offers is step (g, c) of the copy it was started with, in order (c
     the faster), with the group's base at ``start + g·SBO`` (the specification's own sum,
     SBO added as it counts groups); ``last`` on the final step, and the walk ends there.
     Proven by induction."""
 
-    def __init__(self, walk_cls=CopyWalk):
-        self.dut = walk_cls(Params(smem_bytes=228 * 1024))
-
     def elaborate(self, platform):
-        m = Module()
-        d = m.submodules.dut = self.dut
-        _free_inputs(m, d)
+        m, d = self._walk()
         # the copy being walked, as the specification keeps it
         start, lbo, sbo = Signal(ADDR_BITS), Signal(ADDR_BITS), Signal(ADDR_BITS)
         form, swz, boff = Signal(range(len(FORMS))), Signal(2), Signal(3)
