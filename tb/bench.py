@@ -289,28 +289,30 @@ def bench_copy(sim: str) -> list[dict]:
                 fields = copy_fields(ins, descriptor.encode(0, lbo, sbo, code), 0)
                 jobs.append({"cp": fields, "cps": [fields] * COPY_BURST, "image": smem.tobytes().hex(),
                              "smem_size": 16 * 1024, "tmem_dump": False})
-                meta.append((ins, code, rows_ * bits // 8))
+                meta.append((ins, code, rows_ * bits // 8, max(rows_ // 8, 1) * bits // 128))
     results, _ = run_jobs(jobs, sim=sim, tmem_columns=512)
     out = []
-    for (ins, code, nbytes), res in zip(meta, results):
+    for (ins, code, nbytes, steps), res in zip(meta, results):
         cps = res["copies"]
         assert all(c["error"] == 0 for c in cps), ins.form
         each = (cps[-1]["done"] - cps[0]["done"]) / (len(cps) - 1)
         out.append({"instr": ins.form.replace("tcgen05.cp.cta_group::1.", ""),
                     "swizzle": descriptor.SWIZZLE_BYTES[code] if code else "none", "bytes": nbytes,
                     "latency": cps[0]["done"] - cps[0]["accepted"], "cycles_back_to_back": round(each, 1),
-                    "bytes_per_clk": round(nbytes / each, 1), "reads": nbytes // 128})
+                    "bytes_per_clk": round(nbytes / each, 1), "steps": steps})
     return out
 
 
 def copy_table(rows) -> str:
-    out = ("Each copy's reads take a cycle per 128 bytes (its steps' chunks lie in eight quads). "
-           "Goal: 128 B/clk (a .128x256b every 32 clocks back to back); a B200 takes about 64-68 "
-           "clocks per 4 KiB copy in public microbenchmarks.\n\n"
-           "| copy | swizzle | bytes | read cycles | latency (clk) | clk per copy back to back | bytes/clk |\n"
+    out = ("A copy is read a step a cycle (its steps' chunks lie in eight quads); bytes are those "
+           "read from shared memory (a multicast writes them into two or four quadrants). Goal: "
+           "128 B/clk (a .128x256b every 32 clocks back to back); a B200 takes about 64-68 clocks "
+           "per 4 KiB copy in public microbenchmarks. A .4x256b is two steps (a quadrant takes four "
+           "columns a step) and waits for its check.\n\n"
+           "| copy | swizzle | bytes | steps | latency (clk) | clk per copy back to back | bytes/clk |\n"
            "|---|---|---|---|---|---|---|\n")
     for r in rows:
-        out += (f"| {r['instr']} | {r['swizzle']} | {r['bytes']} | {r['reads']} | {r['latency']} | "
+        out += (f"| {r['instr']} | {r['swizzle']} | {r['bytes']} | {r['steps']} | {r['latency']} | "
                 f"{r['cycles_back_to_back']} | {r['bytes_per_clk']} |\n")
     return out
 
