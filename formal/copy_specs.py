@@ -45,7 +45,8 @@ class _WalkSpec(Elaboratable):
 class CopyWalkSlots(_WalkSpec):
     """In any state of the walk, each slot of the step it offers is its row's chunk at the
     specification's address, written from the group's base (``start + g·SBO``, whose value
-    :class:`CopyWalkOrder` proves): the rows the form has, and no other."""
+    :class:`CopyWalkOrder` proves): the rows the form has, and no other; and no two of them
+    share a bank quad (a step is read in one cycle)."""
 
     def elaborate(self, platform):
         m, d = self._walk()
@@ -67,6 +68,14 @@ class CopyWalkSlots(_WalkSpec):
                         m.d.comb += Assert(~slot.valid, "no slot past the group's rows")
         with m.If(~st["valid"]):
             m.d.comb += Assert(~d.step.slots[0].valid, "nothing read while idle")
+        # no two chunks of a step share a bank quad: a step is read in one cycle, whatever the
+        # descriptor (the rows of a group sit S bytes apart in one 8·S-byte block, whose quads
+        # the swizzle permutes)
+        for k in range(SLOTS):
+            for j in range(k):
+                a, b = d.step.slots[k], d.step.slots[j]
+                with m.If(a.valid & b.valid):
+                    m.d.comb += Assert(a.quad != b.quad, "a step's chunks lie in distinct quads")
         return m
 
 

@@ -304,7 +304,8 @@ def bench_copy(sim: str) -> list[dict]:
 
 
 def copy_table(rows) -> str:
-    out = ("A copy is read a step a cycle (its steps' chunks lie in eight quads); bytes are those "
+    out = ("A copy is read a step a cycle (a step's chunks lie in eight quads whatever the descriptor: "
+           "formal/copy_specs.py; no layout pays the bank rule); bytes are those "
            "read from shared memory (a multicast writes them into two or four quadrants). Goal: "
            "128 B/clk (a .128x256b every 32 clocks back to back); a B200 takes about 64-68 clocks "
            "per 4 KiB copy in public microbenchmarks. A .4x256b is two steps (a quadrant takes four "

@@ -24,14 +24,14 @@ class CopyStage(wiring.Component):
     """Takes a tcgen05.cp, checks it (:class:`~tensorlsu.hdl.copy.check.CopyCheck`), and, once
     the shared path is quiet and the quadrants it writes are idle, holds both and walks it
     (:class:`~tensorlsu.hdl.copy.walk.CopyWalk`): each step's eight chunks are read from the
-    bank quads (:class:`~tensorlsu.hdl.smem.scheduler.BankScheduler`: one line a quad a cycle,
-    so chunks that collide in a quad take more cycles, the bank rule), widened by the
+    bank quads (:class:`~tensorlsu.hdl.smem.scheduler.BankScheduler`: one line a quad a cycle;
+    a step's chunks never share a quad, formal/copy_specs.py proves it), widened by the
     decompressor with a source format, and written into the quadrants, four columns of
     eight lanes a step (one lane a quadrant for a .4x256b). A result beat follows the last
     write; a refused copy gives one beat with its error and touches nothing.
 
-    Rate: a step a cycle when its chunks lie in eight different quads (every canonical
-    layout): 128 bytes a clock, a .128x256b (4 KiB) in 32 steps. The next copy is taken and
+    Rate: a step a cycle (its chunks lie in eight different quads, whatever the descriptor):
+    128 bytes a clock, a .128x256b (4 KiB) in 32 steps. The next copy is taken and
     checked while one is walked, and its first step follows the last step of the one before.
     Latency: the instruction is checked the cycle after it is taken and its verdict registered;
     the claim can be made the cycle after; the walk starts the cycle the claim is made; a step's chunks are read in the cycle it is served, registered the
