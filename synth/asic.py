@@ -195,6 +195,9 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # would leave most of its words unused)
         f"memory_libmap -lib macros.txt -logic-cost-ram {ff_bit_um2}; techmap -map macros_map.v; "
         f"synth -top top -flatten -noabc -extra-map {CARRY_MAP} -run fine:check; opt -full; "
+        # opt -full's operator sharing can leave a coarse $mux behind (the unit with the copy
+        # stage, from its Verilog): map what is left before the cells are bound
+        "techmap; opt -fast; "
         f"dfflibmap -liberty {stdlib} {dont}; "
         f"abc -liberty {stdlib} -D {period_ps} -constr constr.txt {dont}; "
         f"opt_clean; hilomap -singleton -hicell {' '.join(TIE_HI)} -locell {' '.join(TIE_LO)}; "
@@ -429,6 +432,8 @@ def area_by_kind(netlist: dict, areas: dict[str, float], ms: list[Macro], top: s
             out["cells"] += 1
             out["buffers"] += t == BUFFER
         else:       # a module of the design
+            if t not in netlist["modules"]:
+                raise RuntimeError(f"{t}: a cell the flow left unmapped (not a liberty cell, a macro or a module)")
             for k, v in area_by_kind(netlist, areas, ms, t).items():
                 if k in keys:
                     out[k] += v

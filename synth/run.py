@@ -332,7 +332,7 @@ def _fmt_path(path: dict | None) -> str:
 
 def asic_markdown(rows) -> str:
     """The ASIC report: area by kind, the worst paths, and what the figures leave out."""
-    period = rows[0]["period_ps"] if rows else asic.DEFAULT_PERIOD_PS
+    period = next((r["period_ps"] for r in rows if "period_ps" in r), asic.DEFAULT_PERIOD_PS)
     head = (f"# Synthesis (ASAP7 7.5-track RVT, typical corner 0.7 V 25 C; fakeram7 SRAM macros)\n\n"
             f"Clock goal {period} ps ({1e6 / period:.0f} MHz). Area: the sum of the cells' areas (um^2). "
             f"Fmax: the clock the worst path would allow (1 / (period - slack)); register to register, "
