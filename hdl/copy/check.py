@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal, unsigned
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 

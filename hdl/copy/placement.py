@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Module, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
