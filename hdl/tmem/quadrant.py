@@ -43,7 +43,7 @@ left.
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -156,7 +156,10 @@ class TmemQuadrant(wiring.Component):
         for b in range(p.banks):
             for g in range(ports):
                 m.d.comb += banks.addr[b][g].eq(row_of(p.banks, pick(p.banks, b, g, list(steps.addr), parity[g])))
-        m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store | self.copy.valid),
+        # with one bank a quadrant takes no copy (its four columns a step need both banks'
+        # ports): the port is there, unused, and builds nothing
+        copying = self.copy.valid if p.banks == 2 else Const(0)
+        m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store | copying),
                      banks.busy.eq(busy | self.hold)]
 
         # -- load, store and result sides ------------------------------------------------------
@@ -177,7 +180,7 @@ class TmemQuadrant(wiring.Component):
                 # at a multiple of 4: two even, two odd); lane l takes row l mod 8
                 j = PORTS_PER_BANK * g + b
                 copy_word = Cat(*[cp.rows[lane % COPY_ROWS][32 * j:32 * j + 32] for lane in range(LANES)])
-                with m.If(self.copy.valid):
+                with m.If(copying):
                     m.d.comb += [banks.w_addr[b][g].eq(row_of(p.banks, cp.col + j)), banks.w_data[b][g].eq(copy_word),
                                  banks.w_en[b][g].eq(cp.lanes)]
                 with m.Else():
