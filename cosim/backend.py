@@ -159,6 +159,9 @@ class RtlBackend:
         """A tcgen05.cp record as a job: the shared image and all four quadrants' images in,
         the copy, all four quadrants out."""
         r, ins = rec.raw, rec.ins
+        for key, imm in (("desc", ins.desc), ("taddr", ins.taddr)):
+            if key in r and imm is not None and r[key] != imm:
+                raise ValueError(f"tcgen05.cp: {key} 0x{r[key]:x} differs from the text's immediate 0x{imm:x}")
         desc, taddr = r.get("desc", ins.desc), r.get("taddr", ins.taddr)
         if desc is None or taddr is None:
             raise ValueError("tcgen05.cp needs 'desc' and 'taddr' (or immediates in the text)")

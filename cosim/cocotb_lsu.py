@@ -262,8 +262,8 @@ class TB:
             res["dump"] = (await self.dump_lines(job["dump_lines"])).hex()
         if job.get("tmem_dump", True):
             res["tmem_dump"] = {str(q): (await self.tmem_dump(q)).hex() for q in self.tmem}
-        for q in self.tmem:
-            self.tmem[q] = None if not job.get("tmem_dump", True) else self.tmem[q]
+        else:                   # what the quadrants hold is no longer known
+            self.tmem = dict.fromkeys(self.tmem)
         return res
 
     async def execute(self, job: dict) -> dict:

@@ -15,7 +15,7 @@ from ..smem.scheduler import BankScheduler
 from .check import CopyCheck
 from .placement import CopyPlacement
 from ..tmem.records import tmem_copy_signature
-from .records import FORMS, SLOTS, cp_instr_layout, cp_result_layout, group_targets
+from .records import FORMS, SLOTS, cp_instr_layout, cp_result_layout, form_lanes
 from .walk import CopyWalk
 
 __all__ = ["CopyStage"]
@@ -120,12 +120,10 @@ class CopyStage(wiring.Component):
                          fields.swizzle_log.eq(check.swizzle_log)]
         targets = Signal(TMEM_QUADRANTS, name="c_targets")      # the quadrants the form writes
         with m.Switch(held.form):
-            for f, (shape, _) in enumerate(FORMS):
+            for f in range(len(FORMS)):
                 with m.Case(f):
-                    mask = 0b1111 if shape == "4x256b" else 0
-                    for q_mask, _ in group_targets(f):
-                        mask |= q_mask
-                    m.d.comb += targets.eq(mask)
+                    # from the lane table (a .4x256b's lane origin stays in the first quadrant)
+                    m.d.comb += targets.eq(sum({1 << (int(lane) // TMEM_LANES) for lane in form_lanes(f).flat}))
 
         # -- the copy being walked: what its steps' writes need -------------------------------
         ctx = Signal(data.StructLayout({"form": unsigned(len(held.form)), "fmt": unsigned(len(held.fmt)),

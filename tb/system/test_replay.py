@@ -9,7 +9,7 @@ import pytest
 from conftest import DATA
 from tensorlsu.cosim import cli
 from tensorlsu.cosim.backend import RtlBackend
-from tensorlsu.sim import trace
+from tensorlsu.sim import descriptor, ptx, trace
 
 GOLDEN = DATA / "h200_sm90.jsonl"
 
@@ -244,3 +244,15 @@ def test_tcgen05_cp_record_names_a_wrong_byte(tmp_path):
     p.write_text(json.dumps(rec) + "\n")
     [o] = trace.run(trace.load(p), trace.ModelBackend())
     assert o.failures and "(lane 5, column 0)" in o.failures[0]
+
+
+def test_rtl_backend_refuses_a_copy_whose_operands_differ_from_the_text():
+    """A record's desc or taddr that disagrees with the text's immediate is refused by name,
+    as the model refuses it, before any simulation."""
+    good = descriptor.encode(0, 0, 128)
+    ins = ptx.parse(f"tcgen05.cp.cta_group::1.128x128b [64], {good};")
+    for raw, what in (({"desc": good | 1 << 61}, "desc"), ({"taddr": 32}, "taddr")):
+        rec = trace.Record(1, {"instr": ins.text, **raw}, ins, None)
+        with pytest.raises(ValueError, match=f"{what} 0x[0-9a-f]+ differs from the text's immediate"):
+            RtlBackend().cp_job(rec)
+    assert RtlBackend().cp_job(trace.Record(1, {"instr": ins.text}, ins, None))["cp"]["taddr"] == 64
