@@ -162,3 +162,35 @@ def test_immediate_operands_and_offset():
         model.tcgen05_cp(imm, smem, GOOD | 1 << 14, None)
     with pytest.raises(ModelError, match="the descriptor is needed"):
         model.tcgen05_cp(_ins("128x128b"), smem, None, 0)
+
+
+def _scale_tile_descriptor(addr, lbo, sbo):
+    """A shared-memory descriptor packed as a second public code base packs it for its block
+    scale copies (ThunderKittens, include/types/shared/descriptor.cuh: 14-bit fields of
+    byte offsets over 16, bit 46 set, no swizzle), written here from that packing, not with
+    sim/descriptor.py."""
+    field = lambda x: (x >> 4) & 0x3FFF
+    return field(addr) | 1 << 46 | field(lbo) << 16 | field(sbo) << 32
+
+
+def test_block_scale_tiles_as_a_second_code_base_copies_them():
+    """ThunderKittens fills a 128-lane x 16-byte block-scale tile of Tensor Memory from a
+    row-major 32 x 16-byte shared tile with tcgen05.cp.32x128b.warpx4 and LBO = SBO = 128
+    (load_mxnv_scale_async, include/ops/thread/memory/tile/shared_to_tensor.cuh), and the four scale tiles of a stage 4 columns apart; it relies on
+    row r of the shared tile reaching lane r of every lane quadrant."""
+    rng = np.random.default_rng(5)
+    smem = np.zeros(SMEM, np.uint8)
+    tiles = rng.integers(0, 256, (4, 32, 16), dtype=np.uint8)
+    for j, tile in enumerate(tiles):
+        smem[2048 + 512 * j:2048 + 512 * (j + 1)] = tile.reshape(-1)
+    ins = _ins("32x128b", "warpx4")
+    tm = np.zeros((128, 512), np.uint32)
+    base = 64
+    for j in range(4):
+        tm = model.tcgen05_cp(ins, smem, _scale_tile_descriptor(2048 + 512 * j, 128, 128),
+                              base + 4 * j, tm)
+    got = tm[:, base:base + 16].copy().view(np.uint8).reshape(128, 4, 16)
+    for q in range(4):
+        for j in range(4):
+            assert np.array_equal(got[32 * q:32 * (q + 1), j], tiles[j])
+    assert not tm[:, :base].any() and not tm[:, base + 16:].any()
