@@ -1,5 +1,7 @@
-"""Co-simulation runner: build the unit's Verilog and a simulator of it (Icarus or Verilator),
-and run a list of jobs through it with the cocotb module :mod:`tensorlsu.cosim.cocotb_lsu`.
+"""Co-simulation runner: build the unit's Verilog and a simulator of it, and run a list of jobs
+through it: on Verilator with the native harness (:mod:`tensorlsu.cosim.native`, a compiled
+main), on Icarus (or on Verilator when asked) with the cocotb module
+:mod:`tensorlsu.cosim.cocotb_lsu`. Both take the same jobs and give the same results.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ from tensorlsu.hdl.verilog.emit import verilog_text
 
 from .layout import Layout
 
-__all__ = ["SIMULATORS", "layout_of", "build", "run_jobs"]
+__all__ = ["SIMULATORS", "ENGINES", "layout_of", "build", "build_native", "run_jobs"]
 
 SIMULATORS = ("icarus", "verilator")
+#: how a simulator is driven: the native harness (Verilator only) or cocotb
+ENGINES = ("native", "cocotb")
 
 
 def layout_of(dut) -> Layout:
@@ -188,14 +192,43 @@ class _Progress(threading.Thread):
                       flush=True)
 
 
+def build_native(*, policy: str = "h200", smem_bytes: int = 16 * 1024, tmem_columns: int = 0,
+                 build_dir: Path | None = None, waves: bool = False, optimize: bool = False):
+    """The native harness for this configuration of the unit, built (:mod:`.native`)."""
+    from .native import NativeBench
+    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns))
+    tag = ("_waves" if waves else "") + ("_opt" if optimize else "") + (f"_tmem{tmem_columns}" if tmem_columns else "")
+    bdir = Path(build_dir or Path("build") / f"native_{policy}_{smem_bytes}{tag}").resolve()
+    bdir.mkdir(parents=True, exist_ok=True)
+    bench = NativeBench(dut, layout_of(dut), bdir, optimize=optimize, waves=waves)
+    with _locked(bdir, fcntl.LOCK_EX):
+        bench.build(verilog_text(dut, TOP), TOP)
+    return bench
+
+
 def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
              smem_bytes: int = 16 * 1024, tmem_columns: int = 0, seed: int = 1, idle: float = 0.0,
              backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None,
-             optimize: bool = False, progress: bool = False):
-    """Run ``jobs`` in one simulation; returns (results, seconds of simulation). The
-    simulators' output goes to ``build.log`` and ``sim.log`` in the build folder, and the end
-    of the log is in the error when a step fails; ``progress`` prints how far the simulation is
-    every 10 seconds."""
+             optimize: bool = False, progress: bool = False, engine: str | None = None,
+             axi=None, on_result=None):
+    """Run ``jobs`` in one simulation; returns (results, seconds of simulation). ``engine``:
+    ``native`` (the default on Verilator) or ``cocotb`` (the only one on Icarus). The
+    simulators' output goes to logs in the build folder, and the end of the log is in the error
+    when a step fails; ``progress`` prints how far a cocotb simulation is every 10 seconds.
+    Native only: ``axi`` (:class:`.native.AxiMemory`) sets the AXI memory's latency, beat rate
+    and pauses (by default it pauses as often as ``backpressure``); ``on_result(k, result)``
+    takes each result as it comes (``jobs`` may then be a generator: nothing is kept)."""
+    engine = engine or ("native" if sim == "verilator" else "cocotb")
+    if engine not in ENGINES or engine == "native" and sim != "verilator":
+        raise ValueError(f"no {engine!r} engine on {sim}")
+    if engine == "native":
+        bench = build_native(policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
+                             build_dir=build_dir, waves=waves, optimize=optimize)
+        with _locked(bench.dir, fcntl.LOCK_SH):
+            return bench.run(jobs, seed=seed, idle=idle, backpressure=backpressure, axi=axi,
+                             on_result=on_result)
+    if axi is not None or on_result is not None:
+        raise ValueError("axi and on_result are the native engine's")
     runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
                               build_dir=build_dir, waves=waves, optimize=optimize)
     with _locked(bdir, fcntl.LOCK_SH), tempfile.TemporaryDirectory(dir=bdir) as d:

