@@ -108,7 +108,9 @@ class NativeBench:
             axi: AxiMemory | None = None, on_result=None) -> tuple[list[dict], float]:
         """Run ``jobs`` (an iterable, read as the harness runs) in one process; returns (results,
         seconds the process ran). With ``on_result(k, result)`` each result goes there as it
-        comes instead of into the list (a long run keeps nothing)."""
+        comes instead of into the list (a long run keeps nothing). The seconds are the harness's
+        own, spent in clock cycles: what the host does meanwhile (making the jobs, checking
+        results) is not counted; ``wall_s`` has the whole run's."""
         axi = axi or AxiMemory(pause=backpressure)
         args = [str(self.exe)] + ([str(self.dir / "native.vcd")] if self.waves else [])
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -128,6 +130,8 @@ class NativeBench:
                         return
                     res = decode()
                     pending.task_done()
+                    if res is None:     # the end of the run
+                        continue
                     if on_result:
                         on_result(k, res)
                     else:
@@ -168,13 +172,14 @@ class NativeBench:
         reader.join()
         err = proc.stderr.read().decode(errors="replace")
         rc = proc.wait()
-        dt = time.perf_counter() - t0
+        proc.stdout.close()
+        proc.stderr.close()
         if rc or errors:
             raise RuntimeError(f"the native harness failed ({err.strip() or errors[0]!r})")
-        if not on_result:
-            results.pop()        # the end marker
-        self.cycles = host.cycles
-        return results, dt
+        #: cycles run, seconds the harness spent running them (not waiting for commands), and
+        #: the run's wall time (commands made while it runs included)
+        self.cycles, self.sim_s, self.wall_s = host.cycles, host.busy_s, time.perf_counter() - t0
+        return results, self.sim_s
 
 
 def _verilator() -> str:
@@ -212,7 +217,7 @@ class _Host:
         self.known = False
         self.smem_size = None     # the harness starts with 0: the first job sets it
         self.tmem = {q: None for q in range(4 if lay.tmem_columns else 0)}
-        self.cycles = 0
+        self.cycles, self.busy_s = 0, 0.0
         w = bench.words
         self.w_instr, self.w_store, self.w_result = w["instr__payload"], w["store__payload"], w["result__payload"]
         self.w_fill, self.w_dump = w["fill__payload"], w["dump__payload"]
@@ -254,8 +259,9 @@ class _Host:
 
     def end(self):
         self._tag(OP_END)
-        self.cycles = int(self._read(1)[0])
-        return {"end": True}
+        w = self._read(4)
+        self.cycles = int(w[0]) | int(w[1]) << 32
+        self.busy_s = (int(w[2]) | int(w[3]) << 32) / 1e6
 
     # -- packing --------------------------------------------------------------------------
     def _payload(self, v: int, words: int) -> bytes:

@@ -20,7 +20,7 @@ import sys
 import time
 
 import numpy as np
-from tensorlsu.cosim.runner import run_jobs
+from tensorlsu.cosim.runner import ENGINES, run_jobs
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
@@ -115,81 +115,81 @@ def wmma_cycles(inf: forms.FormInfo, base: int, stride: int, window: int, quads:
     return total
 
 
-def make_jobs(n: int, seed: int, policy: str, smem_bytes: int):
-    rng = random.Random(seed)
-    nrng = np.random.default_rng(seed)
-    mem = nrng.integers(0, 256, smem_bytes, dtype=np.uint8)
-    jobs, expect = [], []
-    deck: list[int] = []
-    for k in range(n):
-        if not deck:
-            deck = list(range(len(forms.FORMS))) + list(range(len(forms.ROW_FORMS))) * (ROW_WEIGHT - 1)
-            rng.shuffle(deck)
-        fid = deck.pop()
-        if forms.info(fid).wmma:
-            ins, inf = forms.FORMS[fid], forms.info(fid)
+class Deck:
+    """The regression's jobs, made as they are taken (a long run keeps none): every form in
+    turn (ROW_WEIGHT), random operands, 6 % broken, in bursts of 1 to 8 back-to-back
+    instructions, a reset before 3 % of the bursts. Iterating gives (job, the model's
+    expectation of each of its instructions); ``mem`` is then the shared memory the model
+    ends with (the last job reads it all back)."""
+
+    def __init__(self, n: int, seed: int, policy: str, smem_bytes: int):
+        self.n, self.policy, self.smem_bytes = n, policy, smem_bytes
+        self.rng, self.nrng = random.Random(seed), np.random.default_rng(seed)
+        self.mem = self.nrng.integers(0, 256, smem_bytes, dtype=np.uint8)
+        self.deck: list[int] = []
+
+    def __iter__(self):
+        rng, k = self.rng, 0
+        while k < self.n:
+            size = min(rng.choice([1, 1, 2, 3, 5, 8]), self.n - k)
+            image = self.mem.tobytes().hex() if k == 0 else None   # before the first instruction runs
+            group = [self._instruction() for _ in range(size)]
+            job = group[0][0] if size == 1 else {"burst": [j for j, _ in group]}
+            if image:
+                job["image"] = image
+            elif rng.random() < 0.03:
+                job["reset"] = True
+            k += size
+            if k == self.n:
+                job["dump_lines"] = self.smem_bytes // 128
+            yield job, [e for _, e in group]
+
+    def _instruction(self) -> tuple[dict, dict]:
+        rng, nrng, smem_bytes = self.rng, self.nrng, self.smem_bytes
+        if not self.deck:
+            self.deck = list(range(len(forms.FORMS))) + list(range(len(forms.ROW_FORMS))) * (ROW_WEIGHT - 1)
+            rng.shuffle(self.deck)
+        fid = self.deck.pop()
+        ins, inf = forms.FORMS[fid], forms.info(fid)
+        exp = {"form": ins.form}
+        if inf.wmma:
             base, stride = _wmma_operands(rng, inf, smem_bytes)
-            job = {"form": fid, "addr": base, "stride": stride,
-                   "reset": k > 0 and rng.random() < 0.03}
-            if k == 0:
-                job["image"] = mem.tobytes().hex()
-            exp = {"form": ins.form}
             try:
-                exp["regs"] = model.wmma_load(ins, model.Memory(shared=mem), base, stride)
+                exp["regs"] = model.wmma_load(ins, model.Memory(shared=self.mem), base, stride)
                 # h200: the H200's rule, which the unit takes exactly; packed: the unit's windows
-                exp["cycles"] = (model.wavefronts(ins, base, stride=stride) if policy == "h200"
-                                 else wmma_cycles(inf, base, stride, Params(schedule=policy).window))
+                exp["cycles"] = (model.wavefronts(ins, base, stride=stride) if self.policy == "h200"
+                                 else wmma_cycles(inf, base, stride, Params(schedule=self.policy).window))
             except model.ModelError as e:
                 exp["error"] = str(e)
-            jobs.append(job)
-            expect.append(exp)
-            continue
-        ins = forms.FORMS[fid]
+            return {"form": fid, "addr": base, "stride": stride}, exp
         a = _addresses(rng, ins, smem_bytes)
         if rng.random() < 0.06:
             a = _break(rng, ins, a, smem_bytes)
-        job = {"form": fid, "addr": a, "reset": k > 0 and rng.random() < 0.03}
-        if k == 0:
-            job["image"] = mem.tobytes().hex()
-        exp = {"form": ins.form}
+        job = {"form": fid, "addr": a}
         try:
-            cycles = model.wavefronts(ins, a, policy)
+            cycles = model.wavefronts(ins, a, self.policy)
             if ins.op == "ldmatrix":
-                exp["regs"] = model.ldmatrix(ins, mem, a)
+                exp["regs"] = model.ldmatrix(ins, self.mem, a)
             else:
                 regs = nrng.integers(0, 1 << 32, (32, ins.nregs), dtype=np.uint64)
-                mem = model.stmatrix(ins, mem, a, regs)
+                self.mem = model.stmatrix(ins, self.mem, a, regs)
                 job["store"] = [[int(regs[t, r]) for t in range(32)] for r in range(ins.nregs)]
             exp["cycles"] = cycles
         except model.ModelError as e:
             exp["error"] = str(e)
             if ins.op == "stmatrix":
                 job["store"] = []
+        return job, exp
+
+
+def make_jobs(n: int, seed: int, policy: str, smem_bytes: int):
+    """The whole deck at once: (jobs, expectations of every instruction, final memory)."""
+    deck = Deck(n, seed, policy, smem_bytes)
+    jobs, expect = [], []
+    for job, exps in deck:
         jobs.append(job)
-        expect.append(exp)
-    jobs = _bursts(rng, jobs)
-    jobs[-1]["dump_lines"] = smem_bytes // 128
-    return jobs, expect, mem
-
-
-def _bursts(rng: random.Random, jobs: list[dict]) -> list[dict]:
-    """Group runs of instructions into back-to-back bursts (pipelined in the unit)."""
-    out, k = [], 0
-    while k < len(jobs):
-        n = rng.choice([1, 1, 2, 3, 5, 8])
-        group = jobs[k:k + n]
-        if n == 1 or any(j.get("reset") or "image" in j for j in group[1:]):
-            out.append(jobs[k])
-            k += 1
-            continue
-        burst = {"burst": [{key: j[key] for key in ("form", "addr", "stride", "store") if key in j}
-                           for j in group]}
-        for key in ("reset", "image"):
-            if key in group[0]:
-                burst[key] = group[0][key]
-        out.append(burst)
-        k += n
-    return out
+        expect += exps
+    return jobs, expect, deck.mem
 
 
 def flatten(results: list[dict]) -> list[dict]:
@@ -208,44 +208,74 @@ def error_code(message: str) -> Error:
     raise ValueError(f"no error code for {message!r}")
 
 
-def compare(results, expect, final_mem, policy: str = "h200") -> tuple[dict, list[str]]:
-    dump = bytes.fromhex(results[-1].get("dump", ""))
-    results = flatten(results)
-    table = collections.OrderedDict()
-    fails = []
-    for k, (res, exp) in enumerate(zip(results, expect)):
-        ok = True
+class Checker:
+    """Compares results with the model's expectations job by job (as they come from a long
+    run) and keeps the per-form table and the failures."""
+
+    def __init__(self, policy: str = "h200", keep: int = 100):
+        self.policy, self.keep = policy, keep
+        self.table: dict = collections.OrderedDict()
+        self.fails: list[str] = []
+        self.failed = self.instructions = 0
+        self.dump = b""
+
+    def _fail(self, text: str):
+        self.failed += 1
+        if len(self.fails) < self.keep:
+            self.fails.append(text)
+
+    def job(self, result: dict, expect: list[dict]):
+        if "dump" in result:
+            self.dump = bytes.fromhex(result["dump"])
+        for res, exp in zip(result["burst"] if "burst" in result else [result], expect, strict=True):
+            self.instruction(self.instructions, res, exp)
+            self.instructions += 1
+
+    def instruction(self, k: int, res: dict, exp: dict):
+        ok, policy = True, self.policy
         if "error" in exp:
             if res["error"] != error_code(exp["error"]).value:
                 ok = False
-                fails.append(f"job {k} {exp['form']}: error code {Error(res['error']).name}, the model "
-                             f"refuses: {exp['error']}")
+                self._fail(f"job {k} {exp['form']}: error code {Error(res['error']).name}, the model "
+                           f"refuses: {exp['error']}")
         elif res["error"] != Error.NONE.value:
             ok = False
-            fails.append(f"job {k} {exp['form']}: refused with {Error(res['error']).name}")
+            self._fail(f"job {k} {exp['form']}: refused with {Error(res['error']).name}")
         else:
             if "regs" in exp:
                 got = np.array(res["beats"], dtype=np.uint64).T
                 if got.shape != exp["regs"].shape:
                     ok = False
-                    fails.append(f"job {k} {exp['form']}: {got.shape[1]} result beats, the model has "
-                                 f"{exp['regs'].shape[1]} registers")
+                    self._fail(f"job {k} {exp['form']}: {got.shape[1]} result beats, the model has "
+                               f"{exp['regs'].shape[1]} registers")
                 elif (got != exp["regs"]).any():
                     ok = False
                     t, r = (int(x) for x in np.argwhere(got != exp["regs"])[np.argsort(
                         np.argwhere(got != exp["regs"])[:, 1], kind="stable")][0])
-                    fails.append(f"job {k} {exp['form']} ({policy}): register {r} (result beat {r}) "
-                                 f"differs first at thread {t}: 0x{int(got[t, r]):08x}, model "
-                                 f"0x{int(exp['regs'][t, r]):08x}; accepted in cycle {res.get('accepted')}, "
-                                 f"last beat in cycle {res.get('done')}")
+                    self._fail(f"job {k} {exp['form']} ({policy}): register {r} (result beat {r}) "
+                               f"differs first at thread {t}: 0x{int(got[t, r]):08x}, model "
+                               f"0x{int(exp['regs'][t, r]):08x}; accepted in cycle {res.get('accepted')}, "
+                               f"last beat in cycle {res.get('done')}")
             if res["cycles"] != exp["cycles"]:
                 ok = False
-                fails.append(f"job {k} {exp['form']}: {res['cycles']} bank cycles, model {exp['cycles']}")
-        row = table.setdefault(exp["form"], [0, 0])
+                self._fail(f"job {k} {exp['form']}: {res['cycles']} bank cycles, model {exp['cycles']}")
+        row = self.table.setdefault(exp["form"], [0, 0])
         row[0 if ok else 1] += 1
-    if dump != final_mem.tobytes():
-        fails.append("final shared-memory image differs from the model")
-    return table, fails
+
+    def final(self, final_mem: np.ndarray):
+        if self.dump != final_mem.tobytes():
+            self._fail("final shared-memory image differs from the model")
+
+
+def compare(results, expect, final_mem, policy: str = "h200") -> tuple[dict, list[str]]:
+    """The per-form table and the failures of a whole run."""
+    check = Checker(policy, keep=1 << 30)
+    if results and "dump" in results[-1]:
+        check.dump = bytes.fromhex(results[-1]["dump"])
+    for k, (res, exp) in enumerate(zip(flatten(results), expect, strict=True)):
+        check.instruction(k, res, exp)
+    check.final(final_mem)
+    return check.table, check.fails
 
 
 def main(argv=None) -> int:
@@ -253,27 +283,57 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
+    ap.add_argument("--engine", choices=ENGINES, help="native (Verilator's default) or cocotb")
     ap.add_argument("--policy", choices=["h200", "packed"], default="h200")
     ap.add_argument("--idle", type=float, default=0.2)
     ap.add_argument("--backpressure", type=float, default=0.2)
     ap.add_argument("--smem-bytes", type=int, default=16 * 1024)
     ap.add_argument("--waves", action="store_true")
     args = ap.parse_args(argv)
-    jobs, expect, final = make_jobs(args.n, args.seed, args.policy, args.smem_bytes)
-    print(f"regression: {args.n} instructions ({len(jobs)} jobs), {args.sim}, {args.policy}, seed {args.seed}; "
+    engine = args.engine or ("native" if args.sim == "verilator" else "cocotb")
+    deck = Deck(args.n, args.seed, args.policy, args.smem_bytes)
+    check = Checker(args.policy)
+    print(f"regression: {args.n} instructions, {args.sim} ({engine}), {args.policy}, seed {args.seed}; "
           f"simulator logs in build/", flush=True)
     t0 = time.perf_counter()
-    results, sim_s = run_jobs(jobs, sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
-                              seed=args.seed, idle=args.idle, backpressure=args.backpressure,
-                              waves=args.waves, progress=True)
-    table, fails = compare(results, expect, final, args.policy)
-    print(format_table(table, "RTL regression form"))
-    for f in fails[:20]:
+    if engine == "native":
+        # jobs made as the harness runs; each result checked as it comes, then dropped
+        expects: collections.deque = collections.deque()
+        last = [time.perf_counter()]
+
+        def jobs():
+            for job, exps in deck:
+                expects.append(exps)
+                yield job
+
+        def on_result(k, res):
+            check.job(res, expects.popleft())
+            if time.perf_counter() - last[0] > 10:
+                last[0] = time.perf_counter()
+                print(f"  {check.instructions}/{args.n} instructions, {last[0] - t0:.0f} s, "
+                      f"{check.failed} failures", flush=True)
+        _, sim_s = run_jobs(jobs(), sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
+                            seed=args.seed, idle=args.idle, backpressure=args.backpressure,
+                            waves=args.waves, optimize=True, on_result=on_result)
+    else:
+        jobs, expect = [], []
+        for job, exps in deck:
+            jobs.append(job)
+            expect.append(exps)
+        results, sim_s = run_jobs(jobs, sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
+                                  seed=args.seed, idle=args.idle, backpressure=args.backpressure,
+                                  waves=args.waves, progress=True, engine=engine)
+        for res, exps in zip(results, expect, strict=True):
+            check.job(res, exps)
+    check.final(deck.mem)
+    print(format_table(check.table, "RTL regression form"))
+    for f in check.fails[:20]:
         print("FAIL", f)
-    print(f"regression: {args.n} instructions on {args.sim} ({args.policy}), {len(fails)} failures, "
-          f"{sim_s:.1f} s simulating, {args.n / sim_s:.0f} instructions/s "
-          f"(build and setup {time.perf_counter() - t0 - sim_s:.1f} s)")
-    return 1 if fails else 0
+    wall = time.perf_counter() - t0
+    print(f"regression: {args.n} instructions on {args.sim} ({engine}, {args.policy}), {check.failed} failures, "
+          f"{sim_s:.1f} s simulating, {args.n / sim_s:.0f} instructions/s; {wall:.1f} s in all, the build, "
+          f"the model's expectations and the checks included ({args.n / wall:.0f} instructions/s)")
+    return 1 if check.failed or check.instructions != args.n else 0
 
 
 if __name__ == "__main__":

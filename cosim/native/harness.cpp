@@ -20,6 +20,7 @@
 #include "verilated_vcd_c.h"
 #endif
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -123,6 +124,7 @@ public:
     std::unique_ptr<VerilatedContext> ctx{new VerilatedContext};
     std::unique_ptr<Vtensorlsu_lsu> top;
     uint64_t cycle = 0;
+    uint64_t busy_ns = 0;          // time spent in clock cycles (not waiting for commands)
     double idle = 0, backpressure = 0;
     Rng rng;
     std::vector<In*> ins;
@@ -184,6 +186,7 @@ public:
 
     // One clock: inputs for the cycle, settle, the handshakes at the rising edge, the edge.
     void step() {
+        auto t0 = std::chrono::steady_clock::now();
         for (In* s : ins) {
             if (!s->shown && !s->queue.empty() && !(rng() < idle)) {
                 s->payload(s->queue.front().data());
@@ -233,6 +236,7 @@ public:
         if (vcd) vcd->dump(2 * cycle + 1);
 #endif
         cycle++;
+        busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     }
 
 #ifdef HAS_AXI
@@ -364,6 +368,9 @@ int main(int argc, char** argv) {
         case OP_END:
             write_word(OP_END);
             write_word(uint32_t(tb.cycle));
+            write_word(uint32_t(tb.cycle >> 32));
+            write_word(uint32_t(tb.busy_ns / 1000));   // microseconds
+            write_word(uint32_t(tb.busy_ns / 1000 >> 32));
             std::fflush(stdout);
             return 0;
         case OP_CONFIG: {
@@ -420,6 +427,7 @@ int main(int argc, char** argv) {
             write_out(g.dump, from);
             g.dump->beats.resize(from);
             g.dump->at.resize(from);
+            std::fflush(stdout);   // the host may wait for this reply before its next command
             break;
         }
         case OP_STREAMS: {
@@ -474,6 +482,7 @@ int main(int argc, char** argv) {
                 g.result->beats.resize(from[i]);
                 g.result->at.resize(from[i]);
             }
+            std::fflush(stdout);
             break;
         }
         default:

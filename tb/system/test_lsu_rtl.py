@@ -43,18 +43,20 @@ def test_replay_h200_vectors_through_rtl(capsys):
     assert "822 records, 822 passed, 0 failed" in out
 
 
-def test_global_and_generic_wmma_records_through_the_axi_port():
+@pytest.mark.parametrize("engine", ["cocotb", "native"])
+def test_global_and_generic_wmma_records_through_the_axi_port(engine):
     """Every .global and generic wmma.load record of the H200 data (923) through the RTL on
-    Verilator, its global image in cocotbext-axi's AxiRam behind the unit's AXI port; the
-    memory's address and data channels pause at random (30 %), the instruction stream idles
-    20 % of cycles (`make sim` replays them on Icarus without pauses)."""
+    Verilator, its global image behind the unit's AXI port: under cocotb in cocotbext-axi's
+    AxiRam, under the native harness in its own memory (beats of different ids interleaved at
+    random); the memory's address and data channels pause at random (30 %), the instruction
+    stream idles 20 % of cycles (`make sim` replays them on Icarus without pauses)."""
     sim = "verilator"
     recs = [r for f in ("h200_sm90.jsonl", "h200_capture.jsonl") for r in trace.load(DATA / f)
             if r.ins.op == "wmma.load" and r.ins.space != "shared"]
     assert len(recs) == 923 and {r.space for r in recs} == {"shared", "global"}   # generic both ways
     be = RtlBackend(sim=sim)
     jobs = [be.job(r) for r in recs]
-    results, _ = run_jobs(jobs, sim=sim, idle=0.2, backpressure=0.3, seed=5)
+    results, _ = run_jobs(jobs, sim=sim, idle=0.2, backpressure=0.3, seed=5, engine=engine)
     bad = [(r.raw["instr"], res["error"]) for r, res in zip(recs, results)
            if res["error"] or [list(x) for x in zip(*res["beats"])] != r.raw["expect"]["regs"]]
     assert not bad, f"{len(bad)} records differ, first {bad[:3]}"
