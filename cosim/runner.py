@@ -193,11 +193,15 @@ class _Progress(threading.Thread):
 
 
 def build_native(*, policy: str = "h200", smem_bytes: int = 16 * 1024, tmem_columns: int = 0,
-                 build_dir: Path | None = None, waves: bool = False, optimize: bool = False):
-    """The native harness for this configuration of the unit, built (:mod:`.native`)."""
+                 build_dir: Path | None = None, waves: bool = False, optimize: bool = False,
+                 params: dict | None = None):
+    """The native harness for this configuration of the unit, built (:mod:`.native`);
+    ``params``: other :class:`~tensorlsu.hdl.params.Params` fields."""
     from .native import NativeBench
-    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns))
+    params = dict(params or {})
+    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns, **params))
     tag = ("_waves" if waves else "") + ("_opt" if optimize else "") + (f"_tmem{tmem_columns}" if tmem_columns else "")
+    tag += "".join(f"_{k}{v}" for k, v in sorted(params.items()))
     bdir = Path(build_dir or Path("build") / f"native_{policy}_{smem_bytes}{tag}").resolve()
     bdir.mkdir(parents=True, exist_ok=True)
     bench = NativeBench(dut, layout_of(dut), bdir, optimize=optimize, waves=waves)
@@ -210,25 +214,26 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
              smem_bytes: int = 16 * 1024, tmem_columns: int = 0, seed: int = 1, idle: float = 0.0,
              backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None,
              optimize: bool = False, progress: bool = False, engine: str | None = None,
-             axi=None, on_result=None):
+             axi=None, on_result=None, params: dict | None = None):
     """Run ``jobs`` in one simulation; returns (results, seconds of simulation). ``engine``:
     ``native`` (the default on Verilator) or ``cocotb`` (the only one on Icarus). The
     simulators' output goes to logs in the build folder, and the end of the log is in the error
     when a step fails; ``progress`` prints how far a cocotb simulation is every 10 seconds.
     Native only: ``axi`` (:class:`.native.AxiMemory`) sets the AXI memory's latency, beat rate
     and pauses (by default it pauses as often as ``backpressure``); ``on_result(k, result)``
-    takes each result as it comes (``jobs`` may then be a generator: nothing is kept)."""
+    takes each result as it comes (``jobs`` may then be a generator: nothing is kept);
+    ``params`` sets other build parameters of the unit."""
     engine = engine or ("native" if sim == "verilator" else "cocotb")
     if engine not in ENGINES or engine == "native" and sim != "verilator":
         raise ValueError(f"no {engine!r} engine on {sim}")
     if engine == "native":
         bench = build_native(policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
-                             build_dir=build_dir, waves=waves, optimize=optimize)
+                             build_dir=build_dir, waves=waves, optimize=optimize, params=params)
         with _locked(bench.dir, fcntl.LOCK_SH):
             return bench.run(jobs, seed=seed, idle=idle, backpressure=backpressure, axi=axi,
                              on_result=on_result)
-    if axi is not None or on_result is not None:
-        raise ValueError("axi and on_result are the native engine's")
+    if axi is not None or on_result is not None or params:
+        raise ValueError("axi, on_result and params are the native engine's")
     runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
                               build_dir=build_dir, waves=waves, optimize=optimize)
     with _locked(bdir, fcntl.LOCK_SH), tempfile.TemporaryDirectory(dir=bdir) as d:
