@@ -1,0 +1,59 @@
+# amaranth: UnusedElaboratable=no
+"""The native harness (cosim/native): what it adds to the cocotb bench's jobs, and how it fails.
+
+The jobs themselves run through both engines in test_lsu_rtl.py and test_tmem_rtl.py; here,
+the AXI memory's latency and ordering, and a stalled port named.
+"""
+
+import pytest
+from tensorlsu.cosim.layout import GMEM_AT
+from tensorlsu.cosim.native import AxiMemory
+from tensorlsu.cosim.runner import run_jobs
+from tensorlsu.hdl.codes import Space
+from tensorlsu.hdl.pipeline import forms
+from tensorlsu.sim import model, ptx
+
+A = ptx.parse("wmma.load.a.sync.aligned.row.m16n16k16.global.f16", "sm_90a")
+
+
+def _fragments(n: int, image: bytes) -> list[dict]:
+    """One fragment of A alone (with the global image), then ``n``, each 512 bytes after the
+    one before, back to back."""
+    burst = [{"form": forms.form_id(A), "addr": GMEM_AT + 512 * k, "stride": 16, "space": Space.GLOBAL.value}
+             for k in range(n)]
+    return [dict(burst[0], gmem=image.hex(), gmem_at=GMEM_AT), {"burst": burst}]
+
+
+@pytest.mark.parametrize("latency", [1, 60])
+def test_axi_latency_is_the_memorys(latency):
+    """A global fragment's results come no sooner than the memory's latency after the
+    instruction is taken, and carry the data whatever the latency and the order of beats."""
+    image = bytes((7 * i + 3) % 256 for i in range(512 * 6))
+    results, _ = run_jobs(_fragments(6, image), sim="verilator", axi=AxiMemory(latency=latency, pause=0.2))
+    one = results[0]
+    assert one["done"] - one["accepted"] > latency
+    mem = model.Memory(global_=image, global_base=GMEM_AT)
+    for k, res in enumerate(results[1]["burst"]):
+        want = model.wmma_load(A, mem, GMEM_AT + 512 * k, 16)
+        assert res["error"] == 0 and [list(x) for x in zip(*res["beats"])] == want.tolist()
+
+
+def test_axi_latency_costs_throughput_beyond_what_is_in_flight():
+    """At 200 clocks of latency the port's throughput is what it keeps in flight a round trip,
+    far below a beat a clock (bench: the latency table)."""
+    image = bytes(512 * 16)
+    fast, _ = run_jobs(_fragments(16, image), sim="verilator", axi=AxiMemory(latency=2))
+    slow, _ = run_jobs(_fragments(16, image), sim="verilator", axi=AxiMemory(latency=200))
+
+    def clk_per_fragment(res):
+        b = res[1]["burst"]
+        return (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
+    assert clk_per_fragment(fast) < 20 < 100 < clk_per_fragment(slow)
+
+
+def test_a_stalled_port_is_named():
+    """An stmatrix whose source beat never comes: the harness stops with the port that waited."""
+    st = ptx.parse("stmatrix.sync.aligned.m8n8.x1.shared.b16", "sm_90a")
+    job = {"form": forms.form_id(st), "addr": [16 * t for t in range(32)], "store": []}
+    with pytest.raises(RuntimeError, match="result: no valid in 20000 cycles"):
+        run_jobs([job], sim="verilator")
