@@ -269,8 +269,12 @@ class TB:
     async def execute(self, job: dict) -> dict:
         # the shared memory the job's instructions may address (the record's image, or all)
         self.dut.smem_size.value = job.get("smem_size", self.lay.smem_bytes)
+        if job.get("rates"):        # this job's idle and back-pressure, on every stream
+            self.idle, self.bp = job["rates"]
         if job.get("reset"):
             await self.reset()
+        if job.get("gmem"):
+            self.ram.write(job["gmem_at"], bytes.fromhex(job["gmem"]))
         if "tmem" in job:
             return await self.tmem_job(job)
         if "cp" in job:
@@ -285,8 +289,6 @@ class TB:
             return res
         if job.get("image") is not None:
             await self.load_image(bytes.fromhex(job["image"]))
-        if job.get("gmem"):
-            self.ram.write(job["gmem_at"], bytes.fromhex(job["gmem"]))
         start = None
 
         async def send():

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,7 @@ __all__ = ["AxiMemory", "NativeBench"]
 HARNESS = Path(__file__).resolve().parent / "native" / "harness.cpp"
 
 # commands (harness.cpp)
-OP_END, OP_CONFIG, OP_RESET, OP_SMEM_SIZE, OP_PUT, OP_DUMP, OP_STREAMS, OP_GMEM_WRITE = range(8)
+OP_END, OP_CONFIG, OP_RESET, OP_SMEM_SIZE, OP_PUT, OP_DUMP, OP_STREAMS, OP_GMEM_WRITE, OP_RATES = range(9)
 #: port groups: the shared-memory path, quadrants 0 … 3, the copy port
 SHARED, COPY = 0, 5
 PPM = 1_000_000
@@ -175,7 +176,8 @@ class NativeBench:
         proc.stdout.close()
         proc.stderr.close()
         if rc or errors:
-            raise RuntimeError(f"the native harness failed ({err.strip() or errors[0]!r})")
+            why = err.strip() or "".join(traceback.format_exception(errors[0]))
+            raise RuntimeError(f"the native harness failed: {why}")
         #: cycles run, seconds the harness spent running them (not waiting for commands), and
         #: the run's wall time (commands made while it runs included)
         self.cycles, self.sim_s, self.wall_s = host.cycles, host.busy_s, time.perf_counter() - t0
@@ -363,8 +365,15 @@ class _Host:
         if size != self.smem_size:
             cmd += _u32(OP_SMEM_SIZE, size)
             self.smem_size = size
+        if job.get("rates"):
+            # this job's idle and back-pressure (the AXI memory pauses as often), on every port
+            idle, bp = job["rates"]
+            cmd += _u32(OP_RATES, round(idle * PPM), round(bp * PPM), round(bp * PPM))
         if job.get("reset"):
             cmd += _u32(OP_RESET)
+        if job.get("gmem"):
+            data = bytes.fromhex(job["gmem"])
+            cmd += _u32(OP_GMEM_WRITE, job["gmem_at"], len(data)) + data + bytes(-len(data) % 4)
         if "tmem" in job:
             return self._tmem_job(job, cmd)
         if "cp" in job:
@@ -384,9 +393,6 @@ class _Host:
                     res["dump"] = self._read_dump(self.w_dump, lay.line_bytes).hex()
                 return res
             return bytes(cmd), decode_burst
-        if job.get("gmem"):
-            data = bytes.fromhex(job["gmem"])
-            cmd += _u32(OP_GMEM_WRITE, job["gmem_at"], len(data)) + data + bytes(-len(data) % 4)
         cmd += _u32(OP_STREAMS, 1) + self._shared_stream([job])
         dump = job.get("dump_lines", 0)
         if dump:

@@ -20,6 +20,9 @@ import sys
 import time
 
 import numpy as np
+import deck
+from tensorlsu.cosim.jobs import tmem_from_dumps, tmem_outcome
+from tensorlsu.cosim.layout import GMEM_AT
 from tensorlsu.cosim.runner import ENGINES, run_jobs
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import Params
@@ -118,47 +121,104 @@ def wmma_cycles(inf: forms.FormInfo, base: int, stride: int, window: int, quads:
 class Deck:
     """The regression's jobs, made as they are taken (a long run keeps none): every form in
     turn (ROW_WEIGHT), random operands, 6 % broken, in bursts of 1 to 8 back-to-back
-    instructions, a reset before 3 % of the bursts. Iterating gives (job, the model's
-    expectation of each of its instructions); ``mem`` is then the shared memory the model
-    ends with (the last job reads it all back)."""
+    instructions, a reset before 3 % of the jobs. With ``ports`` (Tensor Memory of
+    ``tmem_columns``), a job may instead be a wmma.load from global or generic memory, every
+    quadrant's tcgen05.ld / tcgen05.st at once, or a tcgen05.cp with shared-path instructions
+    behind it (tb/deck.py); and each job draws its idle and back-pressure level (every port,
+    the AXI memory's pauses too). Iterating gives (job, the model's expectation of each of its
+    instructions, and of the Tensor Memory image when the job reads it back); ``mem`` is then
+    the shared memory the model ends with (the last job reads it all back)."""
 
-    def __init__(self, n: int, seed: int, policy: str, smem_bytes: int):
-        self.n, self.policy, self.smem_bytes = n, policy, smem_bytes
+    def __init__(self, n: int, seed: int, policy: str, smem_bytes: int, ports: bool = False,
+                 tmem_columns: int = 64):
+        self.n, self.policy, self.smem_bytes, self.ports = n, policy, smem_bytes, ports
+        self.cols = tmem_columns
         self.rng, self.nrng = random.Random(seed), np.random.default_rng(seed)
         self.mem = self.nrng.integers(0, 256, smem_bytes, dtype=np.uint8)
         self.deck: list[int] = []
+        if ports:
+            self.gmem = self.nrng.integers(0, 256, deck.GLOBAL_IMAGE, dtype=np.uint8)
+            self.tm = self.nrng.integers(0, 1 << 32, (128, tmem_columns), dtype=np.uint64).astype(np.uint32)
 
     def __iter__(self):
         rng, k = self.rng, 0
+        tmem_known = False      # the quadrants hold self.tm (filled since the last reset)
         while k < self.n:
-            size = min(rng.choice([1, 1, 2, 3, 5, 8]), self.n - k)
-            image = self.mem.tobytes().hex() if k == 0 else None   # before the first instruction runs
-            group = [self._instruction() for _ in range(size)]
-            job = group[0][0] if size == 1 else {"burst": [j for j, _ in group]}
-            if image:
-                job["image"] = image
-            elif rng.random() < 0.03:
+            reset = k > 0 and rng.random() < 0.03
+            tmem_known &= not reset
+            kind = rng.random() if self.ports else 0.0
+            if kind < 0.7:
+                size = min(rng.choice([1, 1, 2, 3, 5, 8]), self.n - k)
+                image = self.mem.tobytes().hex() if k == 0 else None   # before the first instruction runs
+                group = [self._instruction() for _ in range(size)]
+                job = group[0][0] if size == 1 else {"burst": [j for j, _ in group]}
+                expects = [e for _, e in group]
+                if image:
+                    job["image"] = image
+            elif kind < 0.8:
+                job, exp = deck.global_wmma(rng, self.mem, self.gmem, self.smem_bytes, self._wmma_cycles)
+                expects, size = [exp], 1
+            elif kind < 0.9:
+                before = self.tm
+                job, expects, self.tm = deck.tmem_job(rng, self.nrng, self.tm, self.cols, per_port=4)
+                size = len(expects)
+                if not tmem_known:
+                    job["tmem_image"] = deck.images(before)
+                job["tmem_dump"] = rng.random() < 0.25
+                if job["tmem_dump"]:
+                    expects.append({"tmem": self.tm.copy()})
+            else:
+                before = self.tm
+                job, exp, self.tm = deck.copy_job(rng, self.mem, self.tm, self.cols)
+                job["image"] = self.mem.tobytes().hex()
+                if not tmem_known:
+                    job["tmem_image"] = deck.images(before)
+                job["tmem_dump"] = rng.random() < 0.25
+                expects, size = [exp], 1
+                if rng.random() < 0.3:       # shared-path instructions behind the copy
+                    group = [self._instruction(row_only=True) for _ in range(rng.randrange(1, 4))]
+                    job["after"] = [j for j, _ in group]
+                    expects += [dict(e, after=True) for _, e in group]
+                    size += len(group)
+                if job["tmem_dump"]:
+                    expects.append({"tmem": self.tm.copy()})
+            tmem_known |= "tmem" in job or "cp" in job
+            if self.ports:
+                if k == 0:
+                    job["gmem"], job["gmem_at"] = self.gmem.tobytes().hex(), GMEM_AT
+                level, job["rates"] = deck.rates(rng)
+                for e in expects:
+                    e["level"] = level
+            if reset:
                 job["reset"] = True
             k += size
-            if k == self.n:
+            if k >= self.n:
                 job["dump_lines"] = self.smem_bytes // 128
-            yield job, [e for _, e in group]
+            yield job, expects
 
-    def _instruction(self) -> tuple[dict, dict]:
-        rng, nrng, smem_bytes = self.rng, self.nrng, self.smem_bytes
-        if not self.deck:
-            self.deck = list(range(len(forms.FORMS))) + list(range(len(forms.ROW_FORMS))) * (ROW_WEIGHT - 1)
-            rng.shuffle(self.deck)
-        fid = self.deck.pop()
+    def _wmma_cycles(self, fid: int, base: int, stride: int) -> int:
+        """A wmma.load's bank cycles: the H200's rule under h200, the unit's windows under packed."""
         ins, inf = forms.FORMS[fid], forms.info(fid)
-        exp = {"form": ins.form}
+        return (model.wavefronts(ins, base, stride=stride) if self.policy == "h200"
+                else wmma_cycles(inf, base, stride, Params(schedule=self.policy).window))
+
+    def _instruction(self, row_only: bool = False) -> tuple[dict, dict]:
+        rng, nrng, smem_bytes = self.rng, self.nrng, self.smem_bytes
+        if row_only:
+            fid = rng.randrange(len(forms.ROW_FORMS))
+        else:
+            if not self.deck:
+                self.deck = list(range(len(forms.FORMS))) + list(range(len(forms.ROW_FORMS))) * (ROW_WEIGHT - 1)
+                rng.shuffle(self.deck)
+            fid = self.deck.pop()
+        ins, inf = forms.FORMS[fid], forms.info(fid)
+        exp = {"form": ins.form, "family": ins.op}
+
         if inf.wmma:
             base, stride = _wmma_operands(rng, inf, smem_bytes)
             try:
                 exp["regs"] = model.wmma_load(ins, model.Memory(shared=self.mem), base, stride)
-                # h200: the H200's rule, which the unit takes exactly; packed: the unit's windows
-                exp["cycles"] = (model.wavefronts(ins, base, stride=stride) if self.policy == "h200"
-                                 else wmma_cycles(inf, base, stride, Params(schedule=self.policy).window))
+                exp["cycles"] = self._wmma_cycles(fid, base, stride)
             except model.ModelError as e:
                 exp["error"] = str(e)
             return {"form": fid, "addr": base, "stride": stride}, exp
@@ -210,11 +270,13 @@ def error_code(message: str) -> Error:
 
 class Checker:
     """Compares results with the model's expectations job by job (as they come from a long
-    run) and keeps the per-form table and the failures."""
+    run), and keeps the per-form table, the failures and the coverage: (family, form, error
+    code, idle / back-pressure level) of every instruction."""
 
     def __init__(self, policy: str = "h200", keep: int = 100):
         self.policy, self.keep = policy, keep
         self.table: dict = collections.OrderedDict()
+        self.coverage: collections.Counter = collections.Counter()
         self.fails: list[str] = []
         self.failed = self.instructions = 0
         self.dump = b""
@@ -227,21 +289,46 @@ class Checker:
     def job(self, result: dict, expect: list[dict]):
         if "dump" in result:
             self.dump = bytes.fromhex(result["dump"])
-        for res, exp in zip(result["burst"] if "burst" in result else [result], expect, strict=True):
-            self.instruction(self.instructions, res, exp)
-            self.instructions += 1
-
-    def instruction(self, k: int, res: dict, exp: dict):
-        ok, policy = True, self.policy
-        if "error" in exp:
-            if res["error"] != error_code(exp["error"]).value:
-                ok = False
-                self._fail(f"job {k} {exp['form']}: error code {Error(res['error']).name}, the model "
-                           f"refuses: {exp['error']}")
-        elif res["error"] != Error.NONE.value:
-            ok = False
-            self._fail(f"job {k} {exp['form']}: refused with {Error(res['error']).name}")
+        images = [e for e in expect if "tmem" in e]
+        expect = [e for e in expect if "tmem" not in e]
+        if "tmem" in result:
+            outs = [(int(q), got) for q, port in result["tmem"].items() for got in port]
+            for (q, got), exp in zip(outs, expect, strict=True):
+                self._tmem(got, exp)
+        elif "copies" in result:
+            self._copy(result, expect[0])
+            for res, exp in zip(result.get("after", []), expect[1:], strict=True):
+                self.instruction(res, exp)
         else:
+            for res, exp in zip(result["burst"] if "burst" in result else [result], expect, strict=True):
+                self.instruction(res, exp)
+        for e in images:
+            got = tmem_from_dumps(result["tmem_dump"], e["tmem"].shape[1])
+            bad = np.argwhere(got != e["tmem"])
+            if len(bad):
+                self._fail(f"after instruction {self.instructions}: Tensor Memory differs from the model first at "
+                           f"lane, column {bad[0].tolist()}")
+
+    def _count(self, exp: dict, ok: bool, error: int):
+        self.instructions += 1
+        row = self.table.setdefault(exp["form"], [0, 0])
+        row[0 if ok else 1] += 1
+        self.coverage[(exp["family"], exp["form"], Error(error).name, exp.get("level", "-"))] += 1
+
+    def _code(self, exp: dict) -> int:
+        if "code" in exp:
+            return exp["code"].value
+        return error_code(exp["error"]).value if "error" in exp else Error.NONE.value
+
+    def instruction(self, res: dict, exp: dict, k: int | None = None):
+        k = self.instructions if k is None else k
+        ok, policy = True, self.policy
+        want = self._code(exp)
+        if res["error"] != want:
+            ok = False
+            why = exp.get("error") or (f"the model gives {Error(want).name}" if want else "the model takes it")
+            self._fail(f"job {k} {exp['form']}: error code {Error(res['error']).name}; {why}")
+        elif want == Error.NONE.value:
             if "regs" in exp:
                 got = np.array(res["beats"], dtype=np.uint64).T
                 if got.shape != exp["regs"].shape:
@@ -256,15 +343,60 @@ class Checker:
                                f"differs first at thread {t}: 0x{int(got[t, r]):08x}, model "
                                f"0x{int(exp['regs'][t, r]):08x}; accepted in cycle {res.get('accepted')}, "
                                f"last beat in cycle {res.get('done')}")
-            if res["cycles"] != exp["cycles"]:
+            if "cycles" in exp and res["cycles"] != exp["cycles"]:
                 ok = False
                 self._fail(f"job {k} {exp['form']}: {res['cycles']} bank cycles, model {exp['cycles']}")
-        row = self.table.setdefault(exp["form"], [0, 0])
-        row[0 if ok else 1] += 1
+        self._count(exp, ok, res["error"])
+
+    def _tmem(self, got: dict, exp: dict):
+        where = f"job {self.instructions} quadrant {exp['quadrant']} {exp['ins'].form}"
+        try:
+            out = tmem_outcome(exp["ins"], got)
+        except AssertionError as e:
+            self._fail(f"{where}: {e}")
+            self._count(exp, False, got["beats"][-1]["error"])
+            return
+        error = out.get("error", Error.NONE.value)
+        want = self._code(exp)
+        ok = error == want and all(out.get(key) == exp[key] for key in ("regs", "redval") if key in exp)
+        if not ok:
+            self._fail(f"{where}: error {Error(error).name} (model {Error(want).name})" if error != want
+                       else f"{where}: registers differ from the model's")
+        self._count(exp, ok, error)
+
+    def _copy(self, res: dict, exp: dict):
+        want = self._code(exp)
+        ok = res["error"] == want
+        if not ok:
+            self._fail(f"job {self.instructions} {exp['form']}: error {Error(res['error']).name} "
+                       f"(model {Error(want).name})")
+        self._count(exp, ok, res["error"])
 
     def final(self, final_mem: np.ndarray):
         if self.dump != final_mem.tobytes():
             self._fail("final shared-memory image differs from the model")
+
+    def coverage_text(self, policies=("h200",), ports: bool = True) -> str:
+        """The cells hit (instructions per cell) and the cells never hit, of every family's forms
+        x its error codes x the levels (the forms counted are those the run met)."""
+        levels = list(deck.RATES) if ports else ["-"]
+        forms_of = collections.defaultdict(set)
+        for fam, form, _, _ in self.coverage:
+            forms_of[fam].add(form)
+        cells = [(fam, form, err, lv) for fam, fs in forms_of.items() for form in sorted(fs)
+                 for err in deck.FAMILY_ERRORS[fam if fam in deck.FAMILY_ERRORS else "wmma.load"] for lv in levels]
+        missed = [c for c in cells if not self.coverage[c]]
+        out = [f"coverage ({', '.join(policies)}): {len(cells) - len(missed)} of {len(cells)} cells "
+               f"(family x form x error x idle/back-pressure level) hit, {len(missed)} never"]
+        by = collections.Counter()
+        for (fam, _, err, lv), n in self.coverage.items():
+            by[(fam, err)] += n
+        out.append("  per family and error: " + ", ".join(f"{f} {e} {n}" for (f, e), n in sorted(by.items())))
+        for c in missed[:60]:
+            out.append(f"  never: {c[0]} | {c[1]} | {c[2]} | {c[3]}")
+        if len(missed) > 60:
+            out.append(f"  ... and {len(missed) - 60} more")
+        return "\n".join(out)
 
 
 def compare(results, expect, final_mem, policy: str = "h200") -> tuple[dict, list[str]]:
@@ -273,7 +405,7 @@ def compare(results, expect, final_mem, policy: str = "h200") -> tuple[dict, lis
     if results and "dump" in results[-1]:
         check.dump = bytes.fromhex(results[-1]["dump"])
     for k, (res, exp) in enumerate(zip(flatten(results), expect, strict=True)):
-        check.instruction(k, res, exp)
+        check.instruction(res, exp, k)
     check.final(final_mem)
     return check.table, check.fails
 
@@ -288,10 +420,15 @@ def main(argv=None) -> int:
     ap.add_argument("--idle", type=float, default=0.2)
     ap.add_argument("--backpressure", type=float, default=0.2)
     ap.add_argument("--smem-bytes", type=int, default=16 * 1024)
+    ap.add_argument("--ports", action="store_true",
+                    help="every port: global and generic wmma.load, tcgen05.ld / st, tcgen05.cp, and a "
+                         "level of idle and back-pressure per job (the rates above are then unused)")
+    ap.add_argument("--tmem-columns", type=int, default=64)
     ap.add_argument("--waves", action="store_true")
     args = ap.parse_args(argv)
     engine = args.engine or ("native" if args.sim == "verilator" else "cocotb")
-    deck = Deck(args.n, args.seed, args.policy, args.smem_bytes)
+    cols = args.tmem_columns if args.ports else 0
+    deck = Deck(args.n, args.seed, args.policy, args.smem_bytes, ports=args.ports, tmem_columns=args.tmem_columns)
     check = Checker(args.policy)
     print(f"regression: {args.n} instructions, {args.sim} ({engine}), {args.policy}, seed {args.seed}; "
           f"simulator logs in build/", flush=True)
@@ -313,7 +450,7 @@ def main(argv=None) -> int:
                 print(f"  {check.instructions}/{args.n} instructions, {last[0] - t0:.0f} s, "
                       f"{check.failed} failures", flush=True)
         _, sim_s = run_jobs(jobs(), sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
-                            seed=args.seed, idle=args.idle, backpressure=args.backpressure,
+                            tmem_columns=cols, seed=args.seed, idle=args.idle, backpressure=args.backpressure,
                             waves=args.waves, optimize=True, on_result=on_result)
     else:
         jobs, expect = [], []
@@ -321,19 +458,20 @@ def main(argv=None) -> int:
             jobs.append(job)
             expect.append(exps)
         results, sim_s = run_jobs(jobs, sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
-                                  seed=args.seed, idle=args.idle, backpressure=args.backpressure,
-                                  waves=args.waves, progress=True, engine=engine)
+                                  tmem_columns=cols, seed=args.seed, idle=args.idle,
+                                  backpressure=args.backpressure, waves=args.waves, progress=True, engine=engine)
         for res, exps in zip(results, expect, strict=True):
             check.job(res, exps)
     check.final(deck.mem)
     print(format_table(check.table, "RTL regression form"))
+    print(check.coverage_text((args.policy,), args.ports))
     for f in check.fails[:20]:
         print("FAIL", f)
     wall = time.perf_counter() - t0
     print(f"regression: {args.n} instructions on {args.sim} ({engine}, {args.policy}), {check.failed} failures, "
           f"{sim_s:.1f} s simulating, {args.n / sim_s:.0f} instructions/s; {wall:.1f} s in all, the build, "
           f"the model's expectations and the checks included ({args.n / wall:.0f} instructions/s)")
-    return 1 if check.failed or check.instructions != args.n else 0
+    return 1 if check.failed or check.instructions < args.n else 0
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ const uint64_t TIMEOUT = 20000;
 
 enum Op : uint32_t {
     OP_END = 0, OP_CONFIG = 1, OP_RESET = 2, OP_SMEM_SIZE = 3, OP_PUT = 4, OP_DUMP = 5,
-    OP_STREAMS = 6, OP_GMEM_WRITE = 7,
+    OP_STREAMS = 6, OP_GMEM_WRITE = 7, OP_RATES = 8,
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -393,6 +393,14 @@ int main(int argc, char** argv) {
         case OP_RESET:
             tb.reset();
             break;
+        case OP_RATES: {
+            // idle, back-pressure and the AXI memory's pauses from here on (parts per million)
+            Words w = read_words(3);
+            tb.idle = w[0] / 1e6;
+            tb.backpressure = w[1] / 1e6;
+            tb.axi_pause = w[2] / 1e6;
+            break;
+        }
         case OP_SMEM_SIZE:
             t->smem_size = read_word();
             break;

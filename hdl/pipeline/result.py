@@ -96,6 +96,8 @@ class ResultStage(wiring.Component):
         self._landed = [Signal(R, name=f"e{b}_landed") for b in range(ENTRIES)]
         self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(ENTRIES)]
         self._finished = Signal(ENTRIES, name="e_finished")
+        # refused by a bus error: the entry is one pass of its instruction, not all of it
+        self._bus_err = Signal(ENTRIES, name="e_bus_err")
         rowbuf = [Signal(ROW_BITS, name=f"e_row{i}", reset_less=True) for i in range(BLOCK * NB)]
         valid, head, tail = Signal(ENTRIES, name="e_valid"), Signal(range(ENTRIES), name="e_head"), \
             Signal(range(ENTRIES), name="e_tail")
@@ -113,7 +115,7 @@ class ResultStage(wiring.Component):
                     with m.Case(b):
                         m.d.sync += [e[b].form.eq(tk.pass_.form), e[b].err.eq(tk.pass_.err),
                                      e[b].start.eq(tk.start), self._landed[b].eq(0), self._cycles[b].eq(0),
-                                     self._finished[b].eq(0), self._need[b].eq(c.need0),
+                                     self._finished[b].eq(0), self._bus_err[b].eq(0), self._need[b].eq(c.need0),
                                      self._rest[b].eq(c.rest0)]
                         m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                      for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
@@ -151,6 +153,7 @@ class ResultStage(wiring.Component):
             m.d.sync += self._finished.bit_select(pr.buf, 1).eq(1)
             with m.If(pr.error != Error.NONE):
                 # refused after all (a global read's bus error): its beats give the error
+                m.d.sync += self._bus_err.bit_select(pr.buf, 1).eq(1)
                 with m.Switch(pr.buf):
                     for b in range(ENTRIES):
                         with m.Case(b):
@@ -188,12 +191,22 @@ class ResultStage(wiring.Component):
 
         last = Signal()
         entry_end = Signal()            # the entry's last beat (a pass may end before `last`)
+        # the error of an earlier pass of the head's instruction (a bus error): the later passes'
+        # beats carry it too, so that the instruction's last beat gives its verdict
+        inherited = Signal(Error, name="e_inherited")
+        err = Signal(Error, name="e_h_err")
+        m.d.comb += err.eq(Mux(h.err != Error.NONE, h.err, inherited))
+        bus_pass = Signal(name="e_h_bus_pass")  # the head is one pass refused: its own beats only
+        m.d.comb += bus_pass.eq(self._bus_err.bit_select(head, 1) | (inherited != Error.NONE))
         res = self.result.payload
         with m.If(h_valid):
-            with m.If(h.err != Error.NONE):
-                # a refused load gives all its beats, anything else one
-                m.d.comb += [self.result.valid.eq(1), res.error.eq(h.err), last.eq(beat == h.lastbeat),
-                             res.regs.eq(Mux(h.load, beat_regs, 0)), entry_end.eq(last)]
+            with m.If(err != Error.NONE):
+                # a refused load gives all its beats (a pass refused by the bus, its own), anything
+                # else one; a pass refused for an earlier one waits for its own reads to end
+                finished = self._finished.bit_select(head, 1)
+                m.d.comb += [self.result.valid.eq((h.err != Error.NONE) | finished), res.error.eq(err),
+                             last.eq(beat == h.lastbeat), res.regs.eq(Mux(h.load, beat_regs, 0)),
+                             entry_end.eq(Mux(bus_pass, beat == h.pend, last))]
             with m.Elif(h.load):
                 # the bank-cycle count is final (and reported) on the last beat only
                 # the pass's last beat also waits for the bank stage to finish it (an h200
@@ -216,9 +229,9 @@ class ResultStage(wiring.Component):
                             m.d.sync += [self._need[b].eq(need_next), self._rest[b].eq(rest_next)]
             with m.If(entry_end):
                 m.d.comb += e_clr.bit_select(head, 1).eq(1)
-                m.d.sync += carry.eq(carry + h_cycles)
+                m.d.sync += [carry.eq(carry + h_cycles), inherited.eq(err)]
             with m.If(last):
-                m.d.sync += [beat.eq(0), carry.eq(0)]
+                m.d.sync += [beat.eq(0), carry.eq(0), inherited.eq(Error.NONE)]
 
     def _beat_regs(self, m, form, beat):
         """The registers beat ``beat`` of a load form carries: register ``beat``, or, in a

@@ -16,7 +16,7 @@ from tensorlsu.cosim.runner import run_jobs
 from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
-from tensorlsu.sim import model, ptx, trace
+from tensorlsu.sim import layouts, model, ptx, trace
 
 SIMS = ["icarus", "verilator"]
 
@@ -83,6 +83,33 @@ def test_global_refusals_and_bus_errors():
     assert all(b == [0] * 32 for r in results[:-1] for b in r["beats"])
     want = model.wmma_load(ins, model.Memory(global_=image, global_base=GMEM_AT), GMEM_AT, 16)
     assert [list(x) for x in zip(*results[-1]["beats"])] == want.tolist()
+
+
+def test_a_bus_error_in_one_pass_of_a_two_pass_fragment():
+    """A 1 KiB fragment (two passes: its rows' first two 16-byte chunks, then the last two)
+    whose last chunk lies past the AXI memory: the first pass's beats are as read, the
+    second's carry SLVERR and no data, so the last beat gives the verdict; one wholly past the
+    memory: every beat SLVERR; the instructions after are untouched (the result stage once gave
+    a refused pass all of the instruction's beats)."""
+    c = ptx.parse("wmma.load.c.sync.aligned.row.m16n16k16.global.f32", "sm_90a")
+    ld = ptx.parse("ldmatrix.sync.aligned.m8n8.x4.shared.b16", "sm_90a")
+    base = GMEM_BYTES - 992            # rows of 64 bytes from 32 bytes into a line: row 15's
+    image = bytes((5 * i + 1) % 256 for i in range(992))     # last two chunks are past the end
+    end = {"form": forms.form_id(c), "addr": base, "stride": 16, "space": Space.GLOBAL.value,
+           "gmem": image.hex(), "gmem_at": base}
+    far = {"form": forms.form_id(c), "addr": GMEM_BYTES + 4096, "stride": 16, "space": Space.GLOBAL.value}
+    after = {"form": forms.form_id(ld), "addr": [16 * t for t in range(32)]}
+    results, _ = run_jobs([end, after, far, after], sim="verilator")
+    first, _, both, _ = results
+    assert len(first["beats"]) == len(both["beats"]) == 8
+    assert first["error"] == both["error"] == Error.SLVERR.value
+    want = model.wmma_load(c, model.Memory(global_=image + bytes(32), global_base=base), base, 16)
+    first_pass = layouts.wmma_byte_table(c)[..., 0, 1] // 16 < 2   # (thread, register): chunk 0 or 1
+    got = np.array(first["beats"], dtype=np.uint64).T
+    assert first_pass.any() and (~first_pass).any()
+    assert (got[first_pass] == want[first_pass]).all() and not got[~first_pass].any()
+    assert not np.array(both["beats"]).any()
+    assert [r["error"] for r in results[1::2]] == [0, 0] and all(len(r["beats"]) == 4 for r in results[1::2])
 
 
 @pytest.mark.parametrize("record,message", [
