@@ -47,9 +47,12 @@ sim: $(STAMP)
 replay: $(STAMP)
 	$(PY) -m tensorlsu.cosim replay $(TRACE)
 
-# Long regression for nightly-scale runs (not in CI): make regress N=100000 SIM=verilator
+# Long regression (not in CI): make regress N=1000000 SIM=verilator. Every port (global and
+# generic wmma.load, the four quadrants, tcgen05.cp), a level of idle and back-pressure per job,
+# both policies at once (a process each; POLICY=h200 or packed for one); prints the coverage.
 regress: $(STAMP)
-	$(PY) tb/regress.py --n $(N) --seed $(SEED) --sim $(SIM) --policy $(POLICY)
+	$(PY) tb/regress.py --n $(N) --seed $(SEED) --sim $(SIM) --ports \
+		--policy $(if $(filter command line,$(origin POLICY)),$(POLICY),both)
 
 # The unit as one Verilog file and its header (form ids, payload fields, error codes, build
 # parameters): build/tensorlsu_lsu.v and .vh; tb/verilog/example_tb.v uses them (docs/ports.md).

@@ -227,12 +227,13 @@ class TB:
         return res
 
     async def cp_job(self, job: dict) -> dict:
-        """tcgen05.cp: shared memory and the quadrants' images in, the copy (or ``cps``, copies
+        """tcgen05.cp: shared memory (unless no ``image``) and the quadrants' images in, the copy (or ``cps``, copies
         back to back), each result beat (the error code, the cycles it was taken and
         answered), and every quadrant out (unless ``tmem_dump`` is false). ``after``: shared-path
         instructions offered on ``instr`` as soon as the first copy is taken (their results in
         ``after``; ``dump_lines`` lines of shared memory read back at the end)."""
-        await self.load_image(bytes.fromhex(job["image"]))
+        if job.get("image") is not None:
+            await self.load_image(bytes.fromhex(job["image"]))
         for q, image in job.get("tmem_image", {}).items():
             await self.tmem_load(int(q), bytes.fromhex(image))
         instrs, accepted = job.get("cps") or [job["cp"]], []

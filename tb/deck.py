@@ -37,6 +37,7 @@ FAMILY_ERRORS = {
     "stmatrix": ("NONE", "MISALIGNED", "OUT_OF_RANGE", "OVERLAP"),
     "wmma.load": ("NONE", "MISALIGNED", "OUT_OF_RANGE", "STRIDE"),
     "wmma.load global": ("NONE", "MISALIGNED", "OUT_OF_RANGE", "SLVERR"),
+    "wmma.load generic shared": ("NONE", "MISALIGNED"),
     "tcgen05.ld": ("NONE", "QUADRANT", "COLUMNS"),
     "tcgen05.st": ("NONE", "QUADRANT", "COLUMNS"),
     "tcgen05.cp": ("NONE", "DESCRIPTOR", "MISALIGNED", "OUT_OF_RANGE", "COLUMNS", "LANES"),
@@ -82,7 +83,7 @@ def global_wmma(rng: random.Random, mem: np.ndarray, gmem: np.ndarray, smem_byte
     off = model.WMMA_ADDR_ALIGN * rng.randrange((limit - span) // model.WMMA_ADDR_ALIGN + 1)
     addr = (p.shared_window_base if in_shared else GMEM_AT) + off
     name = f"{sh.form} ({'generic shared' if in_shared else 'global'})"
-    exp = {"form": name, "family": "wmma.load" if in_shared else "wmma.load global"}
+    exp = {"form": name, "family": "wmma.load generic shared" if in_shared else "wmma.load global"}
     how = rng.random()
     code = None
     if how < 0.03:
@@ -152,6 +153,8 @@ def copy_job(rng: random.Random, mem: np.ndarray, tm: np.ndarray, cols: int) -> 
         taddr += rng.choice([1, 2])                              # a column origin off 4
     elif r < 0.07:
         taddr = (32 << 16) | (taddr & 0xFFFF)                    # past lane 127 for most forms
+    elif r < 0.09:
+        desc = descriptor.encode(smem_bytes - pattern, lbo, sbo, code)    # reads past shared memory
     exp = {"form": ins.form, "family": "tcgen05.cp"}
     try:
         tm = model.tcgen05_cp(ins, mem, desc, taddr, tm, cols=cols)

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import random
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import deck
@@ -169,8 +173,8 @@ class Deck:
                     expects.append({"tmem": self.tm.copy()})
             else:
                 before = self.tm
+                # the banks hold self.mem already (the regression keeps them so): no image
                 job, exp, self.tm = deck.copy_job(rng, self.mem, self.tm, self.cols)
-                job["image"] = self.mem.tobytes().hex()
                 if not tmem_known:
                     job["tmem_image"] = deck.images(before)
                 job["tmem_dump"] = rng.random() < 0.25
@@ -192,9 +196,12 @@ class Deck:
             if reset:
                 job["reset"] = True
             k += size
-            if k >= self.n:
+            if k >= self.n and not self.ports:
                 job["dump_lines"] = self.smem_bytes // 128
             yield job, expects
+        if self.ports:      # both memories read back at the end
+            yield {"burst": [], "dump_lines": self.smem_bytes // 128}, []
+            yield {"tmem": {}, "tmem_dump": True}, [{"tmem": self.tm.copy()}]
 
     def _wmma_cycles(self, fid: int, base: int, stride: int) -> int:
         """A wmma.load's bank cycles: the H200's rule under h200, the unit's windows under packed."""
@@ -376,27 +383,34 @@ class Checker:
         if self.dump != final_mem.tobytes():
             self._fail("final shared-memory image differs from the model")
 
-    def coverage_text(self, policies=("h200",), ports: bool = True) -> str:
-        """The cells hit (instructions per cell) and the cells never hit, of every family's forms
-        x its error codes x the levels (the forms counted are those the run met)."""
-        levels = list(deck.RATES) if ports else ["-"]
-        forms_of = collections.defaultdict(set)
-        for fam, form, _, _ in self.coverage:
+def coverage_text(coverage: dict, ports: bool = True, show: int = 60) -> str:
+    """The cells hit and the cells never hit, of policy x every family's forms x its error codes
+    x the idle / back-pressure levels (the forms counted are those the run met); ``coverage``:
+    policy -> a Checker's coverage."""
+    levels = list(deck.RATES) if ports else ["-"]
+    forms_of = collections.defaultdict(set)
+    for cov in coverage.values():
+        for fam, form, _, _ in cov:
             forms_of[fam].add(form)
-        cells = [(fam, form, err, lv) for fam, fs in forms_of.items() for form in sorted(fs)
-                 for err in deck.FAMILY_ERRORS[fam if fam in deck.FAMILY_ERRORS else "wmma.load"] for lv in levels]
-        missed = [c for c in cells if not self.coverage[c]]
-        out = [f"coverage ({', '.join(policies)}): {len(cells) - len(missed)} of {len(cells)} cells "
-               f"(family x form x error x idle/back-pressure level) hit, {len(missed)} never"]
-        by = collections.Counter()
-        for (fam, _, err, lv), n in self.coverage.items():
-            by[(fam, err)] += n
-        out.append("  per family and error: " + ", ".join(f"{f} {e} {n}" for (f, e), n in sorted(by.items())))
-        for c in missed[:60]:
-            out.append(f"  never: {c[0]} | {c[1]} | {c[2]} | {c[3]}")
-        if len(missed) > 60:
-            out.append(f"  ... and {len(missed) - 60} more")
-        return "\n".join(out)
+    cells = []
+    for policy in coverage:
+        for fam, fs in sorted(forms_of.items()):
+            for form in sorted(fs):
+                errors = deck.FAMILY_ERRORS[fam] + (("SPLIT",) if form.endswith("16x32bx2") else ())
+                cells += [(policy, fam, form, err, lv) for err in errors for lv in levels]
+    missed = [c for c in cells if not coverage[c[0]].get(c[1:])]
+    out = [f"coverage: {len(cells) - len(missed)} of {len(cells)} cells (policy x family x form x error x "
+           f"idle/back-pressure level) hit, {len(missed)} never"]
+    by = collections.Counter()
+    for policy, cov in coverage.items():
+        for (fam, _, err, _), n in cov.items():
+            by[(policy, fam, err)] += n
+    out.append("  instructions per policy, family and error: "
+               + ", ".join(f"{p} {f} {e} {n}" for (p, f, e), n in sorted(by.items())))
+    out += [f"  never: {' | '.join(c)}" for c in missed[:show]]
+    if len(missed) > show:
+        out.append(f"  ... and {len(missed) - show} more")
+    return "\n".join(out)
 
 
 def compare(results, expect, final_mem, policy: str = "h200") -> tuple[dict, list[str]]:
@@ -410,13 +424,40 @@ def compare(results, expect, final_mem, policy: str = "h200") -> tuple[dict, lis
     return check.table, check.fails
 
 
+def _both(argv: list[str], args) -> int:
+    """Each policy in its own process at once (a core each); their outputs, then the coverage
+    of both."""
+    rest, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--policy":
+            skip = True
+        elif not a.startswith("--policy="):
+            rest.append(a)
+    with tempfile.TemporaryDirectory() as d:
+        procs = {p: subprocess.Popen([sys.executable, __file__, *rest, "--policy", p, "--coverage-out",
+                                      str(Path(d) / f"{p}.json")], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True) for p in ("h200", "packed")}
+        outs = {p: proc.communicate()[0] for p, proc in procs.items()}
+        coverage = {}
+        for p in procs:
+            print(outs[p], flush=True)
+            f = Path(d) / f"{p}.json"
+            coverage[p] = {tuple(c[:-1]): c[-1] for c in json.loads(f.read_text())} if f.exists() else {}
+    print(coverage_text(coverage, args.ports))
+    return max(proc.returncode for proc in procs.values())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
     ap.add_argument("--engine", choices=ENGINES, help="native (Verilator's default) or cocotb")
-    ap.add_argument("--policy", choices=["h200", "packed"], default="h200")
+    ap.add_argument("--policy", choices=["h200", "packed", "both"], default="h200",
+                    help="both: one process a policy, at once, and the coverage of both")
+    ap.add_argument("--coverage-out", help="write the coverage cells here (JSON)")
     ap.add_argument("--idle", type=float, default=0.2)
     ap.add_argument("--backpressure", type=float, default=0.2)
     ap.add_argument("--smem-bytes", type=int, default=16 * 1024)
@@ -426,6 +467,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tmem-columns", type=int, default=64)
     ap.add_argument("--waves", action="store_true")
     args = ap.parse_args(argv)
+    if args.policy == "both":
+        return _both(argv or sys.argv[1:], args)
     engine = args.engine or ("native" if args.sim == "verilator" else "cocotb")
     cols = args.tmem_columns if args.ports else 0
     deck = Deck(args.n, args.seed, args.policy, args.smem_bytes, ports=args.ports, tmem_columns=args.tmem_columns)
@@ -464,7 +507,9 @@ def main(argv=None) -> int:
             check.job(res, exps)
     check.final(deck.mem)
     print(format_table(check.table, "RTL regression form"))
-    print(check.coverage_text((args.policy,), args.ports))
+    print(coverage_text({args.policy: check.coverage}, args.ports))
+    if args.coverage_out:
+        Path(args.coverage_out).write_text(json.dumps([[*k, n] for k, n in check.coverage.items()]))
     for f in check.fails[:20]:
         print("FAIL", f)
     wall = time.perf_counter() - t0
