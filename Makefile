@@ -13,7 +13,7 @@ WAVES  ?=
 # test workers (pytest-xdist): the CI machine has 2 cores
 JOBS   ?= 2
 
-.PHONY: all venv opensta sim test replay regress verilog capture synth formal bench clean
+.PHONY: all venv opensta sim test replay regress gemm verilog capture synth formal bench clean
 
 all: test
 
@@ -53,6 +53,11 @@ replay: $(STAMP)
 regress: $(STAMP)
 	$(PY) tb/regress.py --n $(N) --seed $(SEED) --sim $(SIM) --ports \
 		--policy $(if $(filter command line,$(origin POLICY)),$(POLICY),both)
+
+# A CUTLASS-style GEMM mainloop's ldmatrix / stmatrix stream over Swizzle<3,4,3> tiles through the
+# RTL on Verilator, against the model (data, bank cycles), with its bytes per clock: make gemm N=1000000
+gemm: $(STAMP)
+	$(PY) tb/gemm.py --n $(N) --policy $(POLICY)
 
 # The unit as one Verilog file and its header (form ids, payload fields, error codes, build
 # parameters): build/tensorlsu_lsu.v and .vh; tb/verilog/example_tb.v uses them (docs/ports.md).
