@@ -75,14 +75,10 @@ def stream(n: int):
         yield item
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--sim", choices=["verilator", "icarus"], default="verilator")
-    ap.add_argument("--policy", choices=["h200", "packed"], default="h200")
-    ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args(argv)
-    rng = np.random.default_rng(args.seed)
+def run(n: int, policy: str = "h200", seed: int = 1, sim: str = "verilator") -> dict:
+    """The stream's ``n`` instructions through the RTL: totals (instructions, cycles, bytes,
+    the RTL's and the model's bank cycles, failures), the first failures, and the seconds."""
+    rng = np.random.default_rng(seed)
     mem = rng.integers(0, 256, SMEM, dtype=np.uint8)
     expects: collections.deque = collections.deque()
     totals = collections.Counter()
@@ -92,8 +88,8 @@ def main(argv=None) -> int:
         nonlocal mem
         first = True
         burst, exps = [], []
-        for job, ins in stream(args.n):
-            exp = {"cycles": model.wavefronts(ins, job["addr"], args.policy), "bytes": 16 * 8 * ins.num}
+        for job, ins in stream(n):
+            exp = {"cycles": model.wavefronts(ins, job["addr"], policy), "bytes": 16 * 8 * ins.num}
             if ins.op == "ldmatrix":
                 exp["regs"] = model.ldmatrix(ins, mem, job["addr"])
             else:
@@ -131,17 +127,30 @@ def main(argv=None) -> int:
                                  f"{r['cycles']} bank cycles (model {e['cycles']})")
 
     t0 = time.perf_counter()
-    _, sim_s = run_jobs(jobs(), sim=args.sim, policy=args.policy, smem_bytes=SMEM, optimize=True,
-                        on_result=on_result)
-    wall = time.perf_counter() - t0
-    t = totals
+    _, sim_s = run_jobs(jobs(), sim=sim, policy=policy, smem_bytes=SMEM, optimize=True, on_result=on_result)
+    t = dict(totals)
+    t.update(policy=policy, seconds=round(sim_s, 2), wall_s=round(time.perf_counter() - t0, 1), fails=fails,
+             bytes_per_clk=round(t["bytes"] / t["cycles"], 1),
+             model_bytes_per_clk=round(t["bytes"] / t["model_cycles"], 1))
+    t.setdefault("failures", 0)
+    return t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--sim", choices=["verilator", "icarus"], default="verilator")
+    ap.add_argument("--policy", choices=["h200", "packed"], default="h200")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    t = run(args.n, args.policy, args.seed, args.sim)
     print(f"gemm mainloop ({args.policy}): {t['instructions']} instructions (ldmatrix.x4 and the epilogue's "
           f"stmatrix.x4), {t['failures']} failures")
-    print(f"  RTL: {t['cycles']} cycles, {t['bytes'] / t['cycles']:.1f} B/clk; bank cycles {t['bank_cycles']}, "
-          f"the model's {t['model_cycles']} ({t['bytes'] / t['model_cycles']:.1f} B/clk at the bank rule); "
-          f"limit 128 B/clk")
-    print(f"  {sim_s:.1f} s simulating ({t['instructions'] / sim_s:.0f} instructions/s), {wall:.1f} s in all")
-    for f in fails:
+    print(f"  RTL: {t['cycles']} cycles, {t['bytes_per_clk']} B/clk; bank cycles {t['bank_cycles']}, "
+          f"the model's {t['model_cycles']} ({t['model_bytes_per_clk']} B/clk at the bank rule); limit 128 B/clk")
+    print(f"  {t['seconds']} s simulating ({t['instructions'] / t['seconds']:.0f} instructions/s), "
+          f"{t['wall_s']} s in all")
+    for f in t["fails"]:
         print("FAIL", f)
     return 1 if t["failures"] or t["instructions"] != args.n else 0
 
