@@ -5,6 +5,8 @@ The jobs themselves run through both engines in test_lsu_rtl.py and test_tmem_rt
 the AXI memory's latency and ordering, and a stalled port named.
 """
 
+import cute
+import gemm
 import pytest
 from tensorlsu.cosim.layout import GMEM_AT
 from tensorlsu.cosim.native import AxiMemory
@@ -57,3 +59,16 @@ def test_a_stalled_port_is_named():
     job = {"form": forms.form_id(st), "addr": [16 * t for t in range(32)], "store": []}
     with pytest.raises(RuntimeError, match="result: no valid in 20000 cycles"):
         run_jobs([job], sim="verilator")
+
+
+def test_the_gemm_streams_tiles_are_cutes_swizzle():
+    """tb/gemm.py's tile addresses are CuTe's Swizzle<3,4,3> of the row-major 128-byte-row
+    address (tb/cute.py), and each of its ldmatrix.x4 touches every bank quad once a row set."""
+    for base in (0, gemm.TILE, 3 * gemm.TILE):
+        for r in range(128):
+            for c in range(8):
+                assert gemm.swizzled(base, r, c) == cute.swizzle(base + 128 * r + 16 * c, 3)
+    ins = gemm.LDSM
+    for slab in range(8):
+        for k in range(4):
+            assert model.wavefronts(ins, gemm.ldsm_rows(0, slab, k)) == 4   # conflict-free
