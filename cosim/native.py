@@ -38,6 +38,8 @@ OP_END, OP_CONFIG, OP_RESET, OP_SMEM_SIZE, OP_PUT, OP_DUMP, OP_STREAMS, OP_GMEM_
 #: port groups: the shared-memory path, quadrants 0 … 3, the copy port
 SHARED, COPY = 0, 5
 PPM = 1_000_000
+#: where the harness's AXI address space holds no subordinate: reads from here on answer DECERR
+DECERR_AT = 0x0200_0000
 
 
 def _quadrant(q: int) -> int:
@@ -48,7 +50,8 @@ def _quadrant(q: int) -> int:
 class AxiMemory:
     """The harness's AXI memory: ``latency`` cycles from a burst's address to its first beat, a
     beat every ``beat_gap`` cycles, a pause (no ``arready``, no ``rvalid``) with probability
-    ``pause`` each cycle, and beats of different ids in any order with ``reorder``."""
+    ``pause`` each cycle, and beats of different ids in any order with ``reorder``. Reads past
+    its GMEM_BYTES answer SLVERR; from DECERR_AT on, DECERR."""
 
     latency: int = 2
     beat_gap: int = 1
@@ -151,7 +154,7 @@ class NativeBench:
             tmem_last = lay.tmem_result["last"][0] if lay.tmem_result else 0
             out.write(_u32(OP_CONFIG, seed & 0xFFFFFFFF, round(idle * PPM), round(backpressure * PPM), res_last,
                            tmem_last, GMEM_BYTES if lay.axi_data_bits else 0, axi.latency, axi.beat_gap,
-                           round(axi.pause * PPM), int(axi.reorder), 0, 0))
+                           round(axi.pause * PPM), int(axi.reorder), DECERR_AT, 0))
             for job in jobs:
                 if job.get("image") is not None or job.get("tmem_image"):
                     # a fill writes what differs from what the memories hold: known from the

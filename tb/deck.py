@@ -8,7 +8,8 @@ back-pressure.
 Expected error codes: a model refusal named by its phrase (the unit's codes per family, as
 docs/ports.md and docs/tcgen05-cp.md give them); the global refusals the model cannot tell
 apart (a read past the memory behind the port, an address outside the global range) are
-built as such and carry their code.
+built as such and carry their code. DECERR comes from the native harness's memory only (cocotbext-axi's
+AxiRam answers SLVERR past its end): the deck's jobs with ports run on the native engine.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import random
 import numpy as np
 from tensorlsu.cosim.jobs import quadrant_image, tmem_instr_job
 from tensorlsu.cosim.layout import GMEM_AT, GMEM_BYTES
+from tensorlsu.cosim.native import DECERR_AT
 from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.copy.records import FORMS as COPY_FORMS
 from tensorlsu.hdl.copy.records import instr_fields as copy_fields
@@ -36,7 +38,7 @@ FAMILY_ERRORS = {
     "ldmatrix": ("NONE", "MISALIGNED", "OUT_OF_RANGE"),
     "stmatrix": ("NONE", "MISALIGNED", "OUT_OF_RANGE", "OVERLAP"),
     "wmma.load": ("NONE", "MISALIGNED", "OUT_OF_RANGE", "STRIDE"),
-    "wmma.load global": ("NONE", "MISALIGNED", "OUT_OF_RANGE", "SLVERR"),
+    "wmma.load global": ("NONE", "MISALIGNED", "OUT_OF_RANGE", "SLVERR", "DECERR"),
     "wmma.load generic shared": ("NONE", "MISALIGNED"),
     "tcgen05.ld": ("NONE", "QUADRANT", "COLUMNS"),
     "tcgen05.st": ("NONE", "QUADRANT", "COLUMNS"),
@@ -93,6 +95,8 @@ def global_wmma(rng: random.Random, mem: np.ndarray, gmem: np.ndarray, smem_byte
         addr, code = GMEM_BYTES - model.WMMA_ADDR_ALIGN * 4, Error.SLVERR    # the memory answers SLVERR
     elif how < 0.07 and not in_shared:
         addr, code = p.global_base + p.global_bytes - model.WMMA_ADDR_ALIGN, Error.OUT_OF_RANGE
+    elif how < 0.09 and not in_shared:
+        addr, code = DECERR_AT + model.WMMA_ADDR_ALIGN * rng.randrange(1024), Error.DECERR   # no subordinate
     job = {"form": fid, "addr": addr, "stride": stride, "space": space.value}
     if code is not None:
         exp["code"] = code

@@ -116,7 +116,7 @@ struct AxiBurst {
     uint32_t id, addr, len, size;
     uint64_t due;
     uint32_t beat = 0;
-    bool error = false;
+    uint32_t resp = 0;             // 0 OKAY, 2 SLVERR, 3 DECERR
 };
 
 class Bench {
@@ -131,6 +131,7 @@ public:
     std::vector<Out*> outs;
     // the AXI memory
     uint32_t axi_latency = 2, axi_beat_gap = 1, axi_reorder = 1;
+    uint64_t decerr_at = ~uint64_t(0);   // addresses from here on decode to nothing
     double axi_pause = 0;
     std::vector<uint8_t> gmem;
     std::deque<AxiBurst> bursts;
@@ -243,7 +244,8 @@ public:
     // The AXI memory: a read burst's beats are due `axi_latency` cycles after its address is
     // taken, then one every `axi_beat_gap` cycles; with `axi_reorder`, each beat comes from any
     // due burst that is the oldest of its id (beats of different ids interleave), else from the
-    // oldest burst. A burst that reaches past the memory answers SLVERR on every beat.
+    // oldest burst. A burst that reaches past the memory answers SLVERR on every beat; one that
+    // starts at `decerr_at` or above, DECERR (no subordinate there).
     AxiBurst* r_burst = nullptr;
     bool r_shown = false;
 
@@ -270,10 +272,10 @@ public:
                 uint32_t bytes = 1u << b.size;
                 uint32_t addr = (b.addr & ~(bytes - 1)) + b.beat * bytes;
                 std::vector<uint32_t> data((words_of(top->PORT(axi, rdata))), 0);
-                if (!b.error) std::memcpy(data.data(), &gmem[addr], bytes);
+                if (!b.resp) std::memcpy(data.data(), &gmem[addr], bytes);
                 set(top->PORT(axi, rdata), data.data());
                 top->PORT(axi, rid) = b.id;
-                top->PORT(axi, rresp) = b.error ? 2 : 0;
+                top->PORT(axi, rresp) = b.resp;
                 top->PORT(axi, rlast) = b.beat == b.len;
             }
         }
@@ -284,7 +286,7 @@ public:
         if (top->PORT(axi, arvalid) && top->PORT(axi, arready)) {
             AxiBurst b{top->PORT(axi, arid), top->PORT(axi, araddr), top->PORT(axi, arlen), top->PORT(axi, arsize), cycle + axi_latency};
             uint64_t end = uint64_t(b.addr & ~((1u << b.size) - 1)) + uint64_t(b.len + 1) * (1u << b.size);
-            b.error = end > gmem.size();
+            b.resp = b.addr >= decerr_at ? 3 : end > gmem.size() ? 2 : 0;
             bursts.push_back(b);
         }
         if (r_shown && top->PORT(axi, rready)) {
@@ -375,7 +377,7 @@ int main(int argc, char** argv) {
             return 0;
         case OP_CONFIG: {
             // seed, idle and back-pressure (parts per million), the result streams' last bits,
-            // the AXI memory's size, latency, beat gap, pause (ppm) and reordering
+            // the AXI memory's size, latency, beat gap, pause (ppm), reordering and where DECERR starts
             Words w = read_words(12);
             tb.rng.gen.seed(w[0]);
             tb.idle = w[1] / 1e6;
@@ -388,6 +390,7 @@ int main(int argc, char** argv) {
             tb.axi_beat_gap = w[7] ? w[7] : 1;
             tb.axi_pause = w[8] / 1e6;
             tb.axi_reorder = w[9];
+            if (w[10]) tb.decerr_at = w[10];
             break;
         }
         case OP_RESET:

@@ -9,9 +9,9 @@ import cute
 import gemm
 import pytest
 from tensorlsu.cosim.layout import GMEM_AT
-from tensorlsu.cosim.native import AxiMemory
+from tensorlsu.cosim.native import DECERR_AT, AxiMemory
 from tensorlsu.cosim.runner import run_jobs
-from tensorlsu.hdl.codes import Space
+from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import model, ptx
 
@@ -51,6 +51,16 @@ def test_axi_latency_costs_throughput_beyond_what_is_in_flight():
         b = res[1]["burst"]
         return (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
     assert clk_per_fragment(fast) < 20 < 100 < clk_per_fragment(slow)
+
+
+def test_reads_where_no_subordinate_is_answer_decerr():
+    """The harness's address space past DECERR_AT answers DECERR (cocotbext-axi's AxiRam has no
+    such answer); the unit refuses the instruction with it and goes on."""
+    job = {"form": forms.form_id(A), "addr": DECERR_AT + 4096, "stride": 16, "space": Space.GLOBAL.value}
+    ok = dict(job, addr=GMEM_AT, gmem=bytes(512).hex(), gmem_at=GMEM_AT)
+    results, _ = run_jobs([job, ok], sim="verilator")
+    assert [r["error"] for r in results] == [Error.DECERR.value, Error.NONE.value]
+    assert len(results[0]["beats"]) == 8 and not any(any(b) for b in results[0]["beats"])
 
 
 def test_a_stalled_port_is_named():
