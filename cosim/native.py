@@ -205,10 +205,6 @@ def _u32(*words: int) -> bytes:
     return struct.pack(f"<{len(words)}I", *(w & 0xFFFFFFFF for w in words))
 
 
-def _to_words(v: int, n: int) -> np.ndarray:
-    return np.frombuffer(v.to_bytes(4 * n, "little"), dtype="<u4")
-
-
 def _bits(words: np.ndarray, off: int, width: int) -> int:
     """``width`` bits at ``off`` of a beat (words, little-endian)."""
     lo, hi = off // 32, (off + width - 1) // 32
@@ -222,7 +218,7 @@ class _Host:
     """Packs jobs into commands and reads their replies, as cocotb_lsu.TB runs them."""
 
     def __init__(self, bench: NativeBench, pipe):
-        self.b, self.lay, self.pipe = bench, bench.lay, pipe
+        self.lay, self.pipe = bench.lay, pipe
         lay = self.lay
         self.mem = bytearray(lay.smem_bytes)
         self.known = False
