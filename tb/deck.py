@@ -15,6 +15,7 @@ AxiRam answers SLVERR past its end): the deck's jobs with ports run on the nativ
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 from tensorlsu.cosim.jobs import quadrant_image, tmem_instr_job
@@ -92,7 +93,9 @@ def global_wmma(rng: random.Random, mem: np.ndarray, gmem: np.ndarray, smem_byte
         addr += 16
         code = Error.MISALIGNED
     elif how < 0.05 and not in_shared:
-        addr, code = GMEM_BYTES - model.WMMA_ADDR_ALIGN * 4, Error.SLVERR    # the memory answers SLVERR
+        # the matrix's last bytes past the memory behind the port, which answers SLVERR
+        addr = GMEM_BYTES - model.WMMA_ADDR_ALIGN * rng.randrange(1, max(2, -(-span // model.WMMA_ADDR_ALIGN)))
+        code = Error.SLVERR
     elif how < 0.07 and not in_shared:
         addr, code = p.global_base + p.global_bytes - model.WMMA_ADDR_ALIGN, Error.OUT_OF_RANGE
     elif how < 0.09 and not in_shared:
@@ -159,7 +162,9 @@ def copy_job(rng: random.Random, mem: np.ndarray, tm: np.ndarray, cols: int) -> 
         taddr = (32 << 16) | (taddr & 0xFFFF)                    # past lane 127 for most forms
     elif r < 0.09:
         desc = descriptor.encode(smem_bytes - pattern, lbo, sbo, code)    # reads past shared memory
-    exp = {"form": ins.form, "family": "tcgen05.cp"}
+    elif r < 0.11:
+        taddr = (taddr & ~0xFFFF) | cols                         # columns past the allocation
+    exp = {"form": re.sub(r"\.cta_group::\d", "", ins.form), "family": "tcgen05.cp"}
     try:
         tm = model.tcgen05_cp(ins, mem, desc, taddr, tm, cols=cols)
     except model.ModelError as e:

@@ -407,6 +407,10 @@ def coverage_text(coverage: dict, ports: bool = True, show: int = 60) -> str:
             by[(policy, fam, err)] += n
     out.append("  instructions per policy, family and error: "
                + ", ".join(f"{p} {f} {e} {n}" for (p, f, e), n in sorted(by.items())))
+    gaps = collections.Counter((c[0], c[1], c[3]) for c in missed)
+    if gaps:
+        out.append("  cells never hit per policy, family and error: "
+                   + ", ".join(f"{p} {f} {e} {n}" for (p, f, e), n in sorted(gaps.items())))
     out += [f"  never: {' | '.join(c)}" for c in missed[:show]]
     if len(missed) > show:
         out.append(f"  ... and {len(missed) - show} more")
