@@ -320,7 +320,8 @@ class Checker:
         self.instructions += 1
         row = self.table.setdefault(exp["form"], [0, 0])
         row[0 if ok else 1] += 1
-        self.coverage[(exp["family"], exp["form"], Error(error).name, exp.get("level", "-"))] += 1
+        family = exp.get("family") or exp["form"].split(".")[0]
+        self.coverage[(family, exp["form"], Error(error).name, exp.get("level", "-"))] += 1
 
     def _code(self, exp: dict) -> int:
         if "code" in exp:
