@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Random RTL regression: every ldmatrix / stmatrix / wmma.load form, random addresses
 (conflicts, duplicates, strides), random wmma strides, random data, refusals, resets, idle
-and back-pressure on the streams.
+and back-pressure on the streams. With ``--ports``, every port (tb/deck.py): wmma.load from
+global and generic addresses through the AXI port, tcgen05.ld / st on the four quadrants,
+tcgen05.cp with shared-path instructions behind it, a level of idle and back-pressure per job;
+the coverage (policy x family x form x error x level) is printed with the cells never hit.
 
 Expected values come from the model (tensorlsu.sim.model), itself checked against the H200
 vectors: data, error beats, and the bank cycles against ``model.wavefronts``. The unit does not
@@ -9,6 +12,7 @@ take the model's wmma.load cycles yet: its bank cycles are checked against the b
 of each pass's chunk addresses (the packing the unit promises for wmma).
 
     python tb/regress.py --n 2000 --sim verilator --policy packed --seed 3
+    python tb/regress.py --n 1000000 --sim verilator --ports --policy both      (make regress)
 """
 
 from __future__ import annotations
