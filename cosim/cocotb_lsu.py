@@ -227,11 +227,12 @@ class TB:
         return res
 
     async def cp_job(self, job: dict) -> dict:
-        """tcgen05.cp: shared memory (unless no ``image``) and the quadrants' images in, the copy (or ``cps``, copies
-        back to back), each result beat (the error code, the cycles it was taken and
-        answered), and every quadrant out (unless ``tmem_dump`` is false). ``after``: shared-path
-        instructions offered on ``instr`` as soon as the first copy is taken (their results in
-        ``after``; ``dump_lines`` lines of shared memory read back at the end)."""
+        """tcgen05.cp: shared memory (unless the job has no ``image``) and the quadrants' images
+        in, the copy (or ``cps``, copies back to back), each result beat (the error code, the
+        cycles it was taken and answered), and every quadrant out (unless ``tmem_dump`` is
+        false). ``after``: shared-path instructions offered on ``instr`` as soon as the first
+        copy is taken (their results in ``after``; ``dump_lines`` lines of shared memory read
+        back at the end)."""
         if job.get("image") is not None:
             await self.load_image(bytes.fromhex(job["image"]))
         for q, image in job.get("tmem_image", {}).items():

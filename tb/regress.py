@@ -186,7 +186,7 @@ class Deck:
                 if rng.random() < 0.3:       # shared-path instructions behind the copy
                     group = [self._instruction(row_only=True) for _ in range(rng.randrange(1, 4))]
                     job["after"] = [j for j, _ in group]
-                    expects += [dict(e, after=True) for _, e in group]
+                    expects += [e for _, e in group]
                     size += len(group)
                 if job["tmem_dump"]:
                     expects.append({"tmem": self.tm.copy()})

@@ -95,7 +95,8 @@ struct In {
     std::deque<Words> queue;
     bool shown = false;
     uint64_t waited = 0;
-    std::vector<uint64_t> taken;   // the cycle each beat moved
+    bool timed = false;            // keep the cycle each beat moved (instruction ports)
+    std::vector<uint64_t> taken;
 };
 
 // An output stream: while beats are awaited its ready is drawn each cycle; every beat moved is kept.
@@ -210,7 +211,7 @@ public:
             if (*s->ready) {
                 s->queue.pop_front();
                 s->shown = false;
-                s->taken.push_back(cycle);
+                if (s->timed) s->taken.push_back(cycle);
             } else if (++s->waited > TIMEOUT) {
                 fail(s->name + ": no ready in " + std::to_string(TIMEOUT) + " cycles");
             }
@@ -358,6 +359,8 @@ int main(int argc, char** argv) {
     groups[5].instr = PORTS(in, cp_instr);
     groups[5].result = PORTS(out, cp_result);
 #endif
+    for (Group& g : groups)
+        if (g.instr) g.instr->timed = true;
     auto group = [&](uint32_t g) -> Group& {
         if (g >= groups.size() || !groups[g].instr && !groups[g].fill) fail("no port group " + std::to_string(g));
         return groups[g];
@@ -451,6 +454,7 @@ int main(int argc, char** argv) {
             for (Run& r : runs) {
                 r.g = &group(read_word());
                 r.after = int32_t(read_word());
+                if (r.after >= int32_t(n)) fail("a stream waits for a group the command does not have");
                 r.count = read_word();
                 uint32_t nstore = read_word();
                 r.instrs = read_words(size_t(r.count) * r.g->instr->words);
