@@ -354,7 +354,7 @@ class PassQueueOrder(Elaboratable):
         pushed, popped = Signal(n, name="pushed"), Signal(n, name="popped")
         tag = AnyConst(n)
         tracked = AnyConst(len(Value.cast(d.push.payload)))
-        m.d.comb += [d.push.valid.eq(AnySeq(1)), d.pop.ready.eq(AnySeq(1)),
+        m.d.comb += [d.push.valid.eq(AnySeq(1)), d.pop.ready.eq(AnySeq(1)), d.hold.eq(AnySeq(1)),
                      Value.cast(d.push.payload).eq(AnySeq(len(Value.cast(d.push.payload))))]
         # the environment numbers its passes; the tracked one has the tracked payload
         m.d.comb += Assume(d.push.payload.form == pushed)
@@ -369,7 +369,8 @@ class PassQueueOrder(Elaboratable):
         m.d.comb += count.eq(st["valid"][0] + st["valid"][1])
         m.d.comb += Assert(count == (pushed - popped)[:n], "the queue holds every pass pushed and not popped")
         m.d.comb += Assert(d.pop.valid == (pushed != popped), "a pass is offered exactly while one is held")
-        m.d.comb += Assert(d.push.ready == (count < 2), "a push is refused only when the queue is full")
+        m.d.comb += Assert(d.push.ready == ((count < 2) & ~d.hold),
+                           "a push is refused only when the queue is full or held")
         for k in range(2):
             e = st["entries"][k]
             with m.If(st["valid"][k]):

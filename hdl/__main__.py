@@ -32,8 +32,10 @@ def main(argv=None) -> int:
     ap.add_argument("--axi-data-bits", type=int, default=defaults.axi_data_bits,
                     help="data width of the global AXI port: 512, 256 or 128")
     ap.add_argument("--axi-outstanding", type=int, default=defaults.axi_outstanding,
-                    help="read bursts the global port keeps in flight (1 ... 16)")
+                    help="read bursts the global port keeps in flight (1 ... 64)")
     ap.add_argument("--axi-burst", type=int, default=defaults.axi_burst, help="beats of one burst at most (1 ... 16)")
+    ap.add_argument("--axi-contexts", type=int, default=defaults.axi_contexts,
+                    help="global passes fetched at once (2, 4, 8, 16 or 32): the latency the port hides")
     ap.add_argument("--global-base", type=lambda x: int(x, 0), default=defaults.global_base)
     ap.add_argument("--global-bytes", type=lambda x: int(x, 0), default=defaults.global_bytes,
                     help="the global range wmma.load may read (0: no global port)")
@@ -51,6 +53,7 @@ def main(argv=None) -> int:
                    schedule=args.policy, tmem_columns=args.tmem_columns,
                    tmem_banks=args.tmem_banks, axi_data_bits=args.axi_data_bits,
                    axi_outstanding=args.axi_outstanding, axi_burst=args.axi_burst,
+                   axi_contexts=args.axi_contexts,
                    global_base=args.global_base, global_bytes=args.global_bytes,
                    shared_window_base=args.shared_window_base, shared_window_bytes=args.shared_window_bytes)
     except ValueError as e:

@@ -6,7 +6,7 @@ An instruction (form id, 32 thread addresses, a wmma.load's stride and state spa
 stage   component           what it does
 ======  ==================  ===============================================================
 A       AcceptStage         checks it, decodes its form's constants, makes 1-2 checked passes
-B       PassQueue           holds two checked passes, all registered
+B       PassQueue           holds checked passes (two; more with more global contexts), registered
 —       Take                the oldest pass leaves the queue into an entry, into F or G and the ring
 F       BankStage           serves a pass's rows window by window through the bank crossbar
 G       GlobalFetch         serves a global wmma.load pass through the AXI port, in F's place
@@ -145,7 +145,7 @@ class LoadStoreUnit(wiring.Component):
         m = Module()
         p = self.params
         m.submodules.accept = accept = AcceptStage(p)
-        m.submodules.passq = passq = PassQueue(p)
+        m.submodules.passq = passq = PassQueue(p, p.pass_queue_depth)
         m.submodules.take = take = Take(p)
         m.submodules.bank = bank = BankStage(p)
         m.submodules.ring = ring = RowRing(p)
@@ -170,6 +170,9 @@ class LoadStoreUnit(wiring.Component):
             m.submodules.fetch = fetch = GlobalFetch(p)
             m.submodules.progress = merge = ProgressMerge(p)
             wiring.connect(m, take.global_, fetch.take)
+            # a global pass takes its fetch context as it enters the pass queue
+            m.d.comb += [fetch.enter.eq(passq.push.valid & passq.push.ready),
+                         fetch.enter_pass.eq(passq.push.payload), passq.hold.eq(~fetch.room)]
             wiring.connect(m, fetch.axi, wiring.flipped(self.axi))
             wiring.connect(m, bank.progress, merge.bank)
             wiring.connect(m, fetch.progress, merge.fetch)

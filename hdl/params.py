@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS, SMEM_BYTES
 
-__all__ = ["Params", "TmemParams", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "ROW_BITS", "GROUP_ROWS",
+__all__ = ["Params", "TmemParams", "DEEP_GLOBAL_PORT", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "ROW_BITS", "GROUP_ROWS",
            "TMEM_LANES", "TMEM_QUADRANTS"]
 
 
@@ -37,6 +37,11 @@ ROW_BITS = 8 * ROW_BYTES
 TMEM_LANES = 32
 #: Lane quadrants of Tensor Memory (warps of a warpgroup).
 TMEM_QUADRANTS = 4
+
+
+#: The global port built to hide a memory latency of a few hundred clocks (docs/ports.md):
+#: 32 contexts (16 KiB of rows), 32 ids, bursts of 8 beats (a 512-byte pass in one burst).
+DEEP_GLOBAL_PORT = {"axi_contexts": 32, "axi_outstanding": 32, "axi_burst": 8}
 
 
 @dataclass(frozen=True)
@@ -86,9 +91,14 @@ class Params:
         Data width of the global-memory AXI4 read port: 512 (one 64-byte line a beat), 256 or
         128.
     axi_outstanding : int
-        Read bursts the global port keeps in flight (1 … 16; one AXI id each).
+        Read bursts the global port keeps in flight (1 … 64; one AXI id each).
     axi_burst : int
         The most beats of one read burst (1 … 16).
+    axi_contexts : int
+        Global passes the global port fetches at once (a power of two, 2 … 32): the served
+        one and those queued behind it; the pass queue holds as many passes. Each context
+        keeps a pass's 32 chunk addresses and 512 bytes of rows, so this is the memory latency
+        the port hides: about ``axi_contexts`` × 512 bytes in flight.
     global_base, global_bytes : int
         The global memory wmma.load may read: ``global_base`` … ``+ global_bytes`` in the
         32-bit address space (other addresses are refused, ``OUT_OF_RANGE``); ``global_bytes``
@@ -113,6 +123,7 @@ class Params:
     axi_data_bits: int = 512
     axi_outstanding: int = 4
     axi_burst: int = 4
+    axi_contexts: int = 2
     global_base: int = 0
     global_bytes: int = 0xFF00_0000
     shared_window_base: int = 0xFF00_0000
@@ -151,10 +162,13 @@ class Params:
             raise ValueError(f"tmem_banks must be 1 or 2, not {self.tmem_banks!r}")
         if self.axi_data_bits not in (128, 256, 512):
             raise ValueError(f"axi_data_bits must be 128, 256 or 512, not {self.axi_data_bits!r}")
-        for name in ("axi_outstanding", "axi_burst"):
+        for name, most in (("axi_outstanding", 64), ("axi_burst", 16)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16:
-                raise ValueError(f"{name} must be an integer from 1 to 16, not {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= most:
+                raise ValueError(f"{name} must be an integer from 1 to {most}, not {v!r}")
+        v = self.axi_contexts
+        if isinstance(v, bool) or not isinstance(v, int) or v not in (2, 4, 8, 16, 32):
+            raise ValueError(f"axi_contexts must be a power of two from 2 to 32, not {v!r}")
         for name in ("global_base", "global_bytes", "shared_window_base", "shared_window_bytes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v % 32:
@@ -181,6 +195,11 @@ class Params:
     def axi_id_bits(self) -> int:
         """Width of the AXI ids of the global port: one id per outstanding burst."""
         return max(1, (self.axi_outstanding - 1).bit_length())
+
+    @property
+    def pass_queue_depth(self) -> int:
+        """Passes the pass queue holds: one per global context beside the served one, at least 2."""
+        return max(2, self.axi_contexts) if self.global_port else 2
 
     @property
     def global_port(self) -> bool:

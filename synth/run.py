@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In
 from tensorlsu.hdl.copy.stage import CopyStage
 from tensorlsu.hdl.gmem.fetch import GlobalFetch
 from tensorlsu.hdl.lsu import LoadStoreUnit
-from tensorlsu.hdl.params import Params, TmemParams
+from tensorlsu.hdl.params import DEEP_GLOBAL_PORT, Params, TmemParams
 from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
 from tensorlsu.hdl.smem.crossbar import BankCrossbar
 from tensorlsu.hdl.smem.decompress import Decompressor
@@ -69,8 +69,10 @@ def blocks(policy: str):
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
         "unit": lambda: LoadStoreUnit(p),
-        # the global fetch stage (AXI4 read port, 512-bit data, two 32-slot contexts)
+        # the global fetch stage (AXI4 read port, 512-bit data, two 32-slot contexts), and the
+        # same built to hide a few hundred clocks of memory latency (32 contexts)
         "fetch": lambda: GlobalFetch(p),
+        "fetch_deep": lambda: GlobalFetch(replace(p, **DEEP_GLOBAL_PORT)),
         # one Tensor Memory quadrant of the full size (512 columns of 32 lanes), and its parts
         "tmem_quadrant": lambda: TmemQuadrant(TmemParams(512), 0),
         "tmem_quadrant_1bank": lambda: TmemQuadrant(TmemParams(512, banks=1), 0),
@@ -99,7 +101,8 @@ def asic_blocks(policy: str):
     quadrants) is taken from its emitted Verilog, the integrator's way in, memories included
     (``unit_tmem_rtlil``: from Amaranth's RTLIL, as the other blocks; not in the default run)."""
     full = Params(schedule=policy, smem_bytes=FULL_SMEM_BYTES)
-    pick = ("scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "tmem_quadrant", "copy")
+    pick = ("scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "fetch_deep", "tmem_quadrant",
+            "copy")
     found = {k: v for k, v in blocks(policy).items() if k in pick}
     found["unit"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0))
     found["unit_tmem"] = found["unit_tmem_rtlil"] = lambda: LoadStoreUnit(full)
@@ -110,7 +113,7 @@ def asic_blocks(policy: str):
 #: scheduling the work
 ASIC_BLOCKS = {"scheduler": 20, "crossbar": 20, "decompress": 10, "shuffle": 60, "store_shuffle": 30,
                "fetch": 90, "tmem_quadrant": 140, "copy": 60, "unit": 240, "unit_tmem": 800}
-ASIC_MORE = {"unit_tmem_rtlil": 750}
+ASIC_MORE = {"unit_tmem_rtlil": 750, "fetch_deep": 600}
 
 
 class Registered(Elaboratable):
@@ -417,7 +420,7 @@ FPGA_BLOCKS = {"scheduler": 90, "crossbar": 120, "decompress": 60, "shuffle": 30
                "fetch": 900, "copy": 300, "unit": 1200, "tmem_quadrant_1bank": 900}
 #: blocks that do not fit the ECP5-85k (a two-bank quadrant, the unit with four): outside the
 #: default run, which they would lengthen by half an hour for a "does not fit"
-FPGA_MORE = {"tmem_quadrant": 400, "unit_tmem": 2400}
+FPGA_MORE = {"tmem_quadrant": 400, "unit_tmem": 2400, "fetch_deep": 1800}
 
 
 def main(argv=None) -> int:

@@ -21,7 +21,10 @@ from tensorlsu.hdl.params import Params, TmemParams
     ({"tmem_columns": 48}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 48"),
     ({"tmem_columns": 1024}, "tmem_columns must be 0 (no Tensor Memory) or a power of two from 32 to 512, not 1024"),
     ({"axi_data_bits": 64}, "axi_data_bits must be 128, 256 or 512, not 64"),
-    ({"axi_outstanding": 0}, "axi_outstanding must be an integer from 1 to 16, not 0"),
+    ({"axi_outstanding": 0}, "axi_outstanding must be an integer from 1 to 64, not 0"),
+    ({"axi_outstanding": 65}, "axi_outstanding must be an integer from 1 to 64, not 65"),
+    ({"axi_contexts": 3}, "axi_contexts must be a power of two from 2 to 32, not 3"),
+    ({"axi_contexts": 64}, "axi_contexts must be a power of two from 2 to 32, not 64"),
     ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
 ])
 def test_parameters_are_validated(kwargs, message):
@@ -58,4 +61,7 @@ def test_the_unit_owns_its_tensor_memory_parameters():
     assert Params(tmem_columns=64, tmem_banks=1).tmem == TmemParams(64, 1)
     assert Params(tmem_columns=0).tmem is None
     # one AXI id per outstanding burst
-    assert [Params(axi_outstanding=n).axi_id_bits for n in (1, 2, 4, 5, 16)] == [1, 1, 2, 3, 4]
+    assert [Params(axi_outstanding=n).axi_id_bits for n in (1, 2, 4, 5, 16, 64)] == [1, 1, 2, 3, 4, 6]
+    # the pass queue holds a pass per global context beside the served one
+    assert [Params(axi_contexts=n).pass_queue_depth for n in (2, 4, 32)] == [2, 4, 32]
+    assert Params(axi_contexts=8, global_bytes=0).pass_queue_depth == 2

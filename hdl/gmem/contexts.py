@@ -1,5 +1,5 @@
-"""The global fetch stage's two pass contexts: slot addresses, which slots are requested and
-in, and a bus error."""
+"""The global fetch stage's pass contexts: slot addresses, which slots are requested and in, a
+bus error, and which contexts hold a pass."""
 
 from __future__ import annotations
 
@@ -16,62 +16,82 @@ __all__ = ["FetchContexts"]
 
 
 class FetchContexts(wiring.Component):
-    """Two pass contexts, prefix ``g_c<k>_``: the pass being served and the next one, fetched
-    ahead. A pass's slots hold 16-byte chunks at 32-bit addresses; their rows are kept by the
-    row store (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`).
+    """``axi_contexts`` pass contexts in a ring, prefix ``g_c<k>_``: the pass being served and
+    the global passes queued behind it, each fetched from the cycle it entered the pass queue.
+    A pass's slots hold 16-byte chunks at 32-bit addresses; their rows are kept by the row
+    store (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`).
 
-    A request marks the slots it covers requested; the row store's writes mark slots in, and a
-    beat with SLVERR or DECERR marks its context refused (the first error stays). Starting a
-    context (``start``, context ``start_ctx``) takes the pass ``pass_``: nothing requested or
-    in yet; it wins over a request or a write of the same cycle.
+    A global pass not refused by the checks takes context ``alloc`` as it enters the pass
+    queue (``admit``): nothing requested or in yet; that wins over a request or a write of the
+    same cycle. Passes leave the queue in order, so the contexts are served in ring order
+    (``cur``) and freed in it (``free``: the served pass finishes). A request marks the slots
+    it covers requested; the row store's writes mark slots in, and a beat with SLVERR or
+    DECERR marks its context refused (the first error stays).
 
-    Latency: the marks are in the registers the cycle after.
+    Latency: the marks are in the registers the cycle after. ``room`` is a register's decode.
 
     Members
     -------
-    pass_, start, start_ctx : In
-        The pass a context takes, when, and which context.
+    admit, pass_ : In
+        A pass enters a context this cycle (the caller checks ``room``), and the pass.
+    free, cur : In
+        The served pass, in context ``cur``, finishes this cycle.
+    room : Out(1)
+        A context is free.
+    alloc : Out(range(2 * axi_contexts))
+        Passes admitted, modulo twice the contexts: its low bits name the context the next
+        admitted pass takes; the extra bit tells a full ring from an empty one.
     filling, filled, fill_ctx, fill_resp : In
         A beat is written (``filling``) into the slots ``filled`` of context ``fill_ctx``, with
         the response ``fill_resp``.
     ar, sel_ctx, covered : In
         A request moves for context ``sel_ctx``, covering the slots ``covered``.
-    used, pending, got : Out(lanes).array(2)
+    used, pending, got : Out(lanes).array(axi_contexts)
         Per context: the pass's slots, those not yet requested, those in.
-    err : Out(Error).array(2)
-    line : Out(line index).array(2, lanes)
+    err : Out(Error).array(axi_contexts)
+    line : Out(line index).array(axi_contexts, lanes)
         Each slot's data-width line; ``row``: its row in the line; ``upper``: its chunk starts
         in the upper half of the row (an 8-byte line), so it lands with its halves swapped.
     """
 
     def __init__(self, params: Params):
         self.params = p = params
-        R = p.lanes
+        R, C = p.lanes, p.axi_contexts
         lb, lw = line_bits(p)
         super().__init__({
-            "pass_": In(pass_layout(p)), "start": In(1), "start_ctx": In(1),
-            "filling": In(1), "filled": In(R), "fill_ctx": In(1), "fill_resp": In(2),
-            "ar": In(1), "sel_ctx": In(1), "covered": In(R),
-            "used": Out(R).array(2), "pending": Out(R).array(2), "got": Out(R).array(2), "err": Out(Error).array(2),
-            "line": Out(lw).array(2, R), "row": Out(max(1, lb - 4)).array(2, R), "upper": Out(1).array(2, R)})
+            "admit": In(1), "pass_": In(pass_layout(p)), "free": In(1), "cur": In(range(C)),
+            "room": Out(1), "alloc": Out(range(2 * C)),
+            "filling": In(1), "filled": In(R), "fill_ctx": In(range(C)), "fill_resp": In(2),
+            "ar": In(1), "sel_ctx": In(range(C)), "covered": In(R),
+            "used": Out(R).array(C), "pending": Out(R).array(C), "got": Out(R).array(C),
+            "err": Out(Error).array(C),
+            "line": Out(lw).array(C, R), "row": Out(max(1, lb - 4)).array(C, R), "upper": Out(1).array(C, R)})
 
     def elaborate(self, platform):
         m = Module()
-        p, R = self.params, self.params.lanes
+        p, R, C = self.params, self.params.lanes, self.params.axi_contexts
         lb, _ = line_bits(p)
-        addr = [[Signal(ADDR_BITS, name=f"g_c{c}_addr{s}", reset_less=True) for s in range(R)] for c in range(2)]
-        for c in range(2):
+        # only the address bits above the chunk's half are kept: line, row and upper half
+        addr = [[Signal(range(1 << (ADDR_BITS - 3)), name=f"g_c{c}_addr{s}", reset_less=True) for s in range(R)]
+                for c in range(C)]
+        live = Signal(C, name="g_live")
+        at = self.alloc[:(C - 1).bit_length()]           # the context the next pass takes
+        m.d.comb += self.room.eq(~live.all())
+        with m.If(self.admit):
+            m.d.sync += self.alloc.eq(self.alloc + 1)
+        m.d.sync += live.eq((live & ~Mux(self.free, 1 << self.cur, 0)) | Mux(self.admit, 1 << at, 0))
+        for c in range(C):
             used, pending, got, err = self.used[c], self.pending[c], self.got[c], self.err[c]
             for s in range(R):
-                m.d.comb += [self.line[c][s].eq(addr[c][s][lb:]), self.upper[c][s].eq(addr[c][s][3]),
-                             self.row[c][s].eq(addr[c][s][4:lb] if lb > 4 else 0)]
+                m.d.comb += [self.line[c][s].eq(addr[c][s][lb - 3:]), self.upper[c][s].eq(addr[c][s][0]),
+                             self.row[c][s].eq(addr[c][s][1:lb - 3] if lb > 4 else 0)]
             fill = self.filling & (self.fill_ctx == c)
             with m.If(fill & (self.fill_resp >= AxiResp.SLVERR) & (err == Error.NONE)):
                 m.d.sync += err.eq(Mux(self.fill_resp == AxiResp.DECERR, Error.DECERR, Error.SLVERR))
             m.d.sync += [pending.eq(Mux(self.ar & (self.sel_ctx == c), pending & ~self.covered, pending)),
                          got.eq(got | Mux(fill, self.filled, 0))]
-            with m.If(self.start & (self.start_ctx == c)):
+            with m.If(self.admit & (at == c)):
                 m.d.sync += [used.eq(self.pass_.consts.used), pending.eq(self.pass_.consts.used), got.eq(0),
                              err.eq(Error.NONE)]
-                m.d.sync += [addr[c][s].eq(self.pass_.addr[s]) for s in range(R)]
+                m.d.sync += [addr[c][s].eq(self.pass_.addr[s][3:]) for s in range(R)]
         return m

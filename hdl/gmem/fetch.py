@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import Params
-from ..pipeline.records import ENTRIES, ProgressSignature, TakeSignature
+from ..pipeline.records import ENTRIES, ProgressSignature, TakeSignature, pass_layout
 from .axi import AxiSignature
 from .contexts import FetchContexts
 from .landing import FetchLanding
@@ -37,26 +37,33 @@ class GlobalFetch(wiring.Component):
       one id in order) fills every slot whose row lies in it, in the cycle it moves (a beat
       that feeds one row memory twice holds the read channel a cycle more). A beat with SLVERR
       or DECERR marks the pass refused.
-    - **Ahead.** Two contexts: while one pass is served, the next one, offered at the head of
-      the pass queue (the take's ``offered`` with a global pass not refused), is requested into
-      the other (the served pass's requests go first; each id remembers its context). Its take
-      then only switches contexts, so the port streams across instructions.
+    - **Ahead.** ``axi_contexts`` contexts in a ring: a global pass the checks did not refuse
+      takes the next one as it enters the pass queue (``enter``), and its requests go out
+      behind those of the passes before it, while they wait in the queue or are served; the
+      pass queue takes a pass only while a context is free (``room``). Its take then only
+      starts the landing, so the port streams across instructions, with up to
+      ``axi_contexts`` passes' lines in flight.
     - **Landing** (:class:`~tensorlsu.hdl.gmem.landing.FetchLanding`). Once every slot is
       filled, the pass lands window by window (one a cycle, each when the ring allows,
       :class:`~tensorlsu.hdl.pipeline.ring.RowRing`), then finishes; a
       refused pass lands nothing and finishes with its error (``progress.error``), so that its
       beats leave with the error and no data.
 
-    Latency: the first request leaves the cycle after the take; a pass finishes the cycle its
+    Latency: a pass's first request leaves two cycles after it enters the pass queue at the
+    earliest (behind the requests of the passes before it); a pass finishes the cycle its
     last window lands, one cycle after its last beat at the earliest. ``progress.count`` is 0:
     a global pass occupies no bank.
 
     Members
     -------
+    enter, enter_pass : In
+        A pass enters the pass queue this cycle, and the pass: a global one not refused takes
+        a context.
+    room : Out(1)
+        A context is free (a register's decode).
     take : In(TakeSignature(params))
         The take (:class:`~tensorlsu.hdl.pipeline.take.Take`), ``ok`` for the global passes:
-        start the pass into entry ``tail`` at ring block ``start``. A global pass offered
-        and not refused (the pass queue's head) is fetched ahead; it is held until its take.
+        start the pass (the oldest context) into entry ``tail`` at ring block ``start``.
     blocked : In(1)
         The ring's go-ahead.
     axi : Out(AxiSignature(...))
@@ -68,6 +75,7 @@ class GlobalFetch(wiring.Component):
     def __init__(self, params: Params):
         self.params = p = params
         super().__init__({
+            "enter": In(1), "enter_pass": In(pass_layout(p)), "room": Out(1),
             "take": In(TakeSignature(p)), "blocked": In(1),
             "axi": Out(AxiSignature(p.axi_data_bits, p.axi_id_bits)),
             "progress": Out(ProgressSignature(p)),
@@ -80,26 +88,29 @@ class GlobalFetch(wiring.Component):
         m.submodules.contexts = ctx = FetchContexts(p)
         m.submodules.landing = land = FetchLanding(p)
         m.submodules.rows = rows = FetchRows(p)
-        # the served pass (context `cur`), and whether the other context holds the next one
-        valid, cur, pre = Signal(name="g_valid"), Signal(name="g_cur"), Signal(name="g_pre")
+        # the served pass (context `cur`: the contexts are served in ring order)
+        valid, cur = Signal(name="g_valid"), Signal(range(p.axi_contexts), name="g_cur")
         buf, start = Signal(range(ENTRIES), name="g_buf"), Signal(range(p.row_blocks), name="g_start")
         lastwin = Signal(range(p.windows), name="g_lastwin")
         r_fire = axi.rvalid & axi.rready
         m.d.comb += [axi.rready.eq(rows.rready), axi.bready.eq(1), axi.arvalid.eq(req.arvalid),
-                     req.arready.eq(axi.arready), req.valid.eq(valid), req.cur.eq(cur), req.pre.eq(pre),
+                     req.arready.eq(axi.arready), req.alloc.eq(ctx.alloc), req.cur.eq(cur),
                      req.r_fire.eq(r_fire), req.rid.eq(axi.rid), req.rlast.eq(axi.rlast)]
         m.d.comb += [getattr(axi, k).eq(getattr(req, k)) for k in ("arid", "araddr", "arlen", "arsize", "arburst")]
         m.d.comb += [rows.rvalid.eq(axi.rvalid), rows.rdata.eq(axi.rdata), rows.rresp.eq(axi.rresp),
                      rows.beat_line.eq(req.beat_line), rows.beat_ctx.eq(req.beat_ctx),
                      rows.cur.eq(cur), rows.win.eq(land.win)]
-        m.d.comb += [ctx.pass_.eq(tk.pass_), ctx.filling.eq(rows.filling), ctx.filled.eq(rows.filled),
+        admit = self.enter & self.enter_pass.glob & (self.enter_pass.err == Error.NONE)
+        m.d.comb += [ctx.admit.eq(admit), ctx.pass_.eq(self.enter_pass), ctx.free.eq(land.finish),
+                     ctx.cur.eq(cur), self.room.eq(ctx.room),
+                     ctx.filling.eq(rows.filling), ctx.filled.eq(rows.filled),
                      ctx.fill_ctx.eq(rows.fill_ctx), ctx.fill_resp.eq(rows.fill_resp), ctx.ar.eq(req.ar),
                      ctx.sel_ctx.eq(req.sel_ctx), ctx.covered.eq(req.covered)]
         m.d.comb += [land.valid.eq(valid), land.cur.eq(cur), land.restart.eq(tk.ok), land.buf.eq(buf),
                      land.start.eq(start), land.lastwin.eq(lastwin), land.blocked.eq(self.blocked),
                      land.inflight.eq(req.inflight)]
         m.d.comb += [land.rows[j].eq(rows.rows[j]) for j in range(p.window)]
-        for c in range(2):
+        for c in range(p.axi_contexts):
             m.d.comb += [req.pending[c].eq(ctx.pending[c]), land.used[c].eq(ctx.used[c]),
                          land.pending[c].eq(ctx.pending[c]), land.got[c].eq(ctx.got[c]), land.err[c].eq(ctx.err[c]),
                          rows.used[c].eq(ctx.used[c]), rows.got[c].eq(ctx.got[c])]
@@ -109,15 +120,9 @@ class GlobalFetch(wiring.Component):
         wiring.connect(m, land.progress, wiring.flipped(self.progress))
         m.d.comb += [self.advance.eq(land.advance), self.busy.eq(valid), self.free.eq(~valid | land.finish)]
 
-        # the take: the next pass, fetched ahead while it waits at the head of the pass queue,
-        # goes into the other context; its take then only switches contexts
-        offer = tk.offered & tk.pass_.glob & (tk.pass_.err == Error.NONE)
-        m.d.comb += [ctx.start.eq(~pre & (offer | tk.ok)), ctx.start_ctx.eq(~cur)]
+        # the take starts the landing of the oldest context; its end frees the context
         with m.If(land.finish):
-            m.d.sync += valid.eq(0)
-        with m.If(offer & ~pre & ~tk.ok):
-            m.d.sync += pre.eq(1)
+            m.d.sync += [valid.eq(0), cur.eq(Mux(cur == p.axi_contexts - 1, 0, cur + 1))]
         with m.If(tk.ok):
-            m.d.sync += [valid.eq(1), cur.eq(~cur), pre.eq(0), buf.eq(tk.tail), start.eq(tk.start),
-                         lastwin.eq(tk.pass_.consts.lastwin)]
+            m.d.sync += [valid.eq(1), buf.eq(tk.tail), start.eq(tk.start), lastwin.eq(tk.pass_.consts.lastwin)]
         return m

@@ -28,7 +28,7 @@ class FetchLanding(wiring.Component):
 
     Members
     -------
-    valid, cur : In(1)
+    valid, cur : In
         A pass is served, from context ``cur``.
     restart : In(1)
         A pass is taken: its first window next.
@@ -51,11 +51,11 @@ class FetchLanding(wiring.Component):
 
     def __init__(self, params: Params):
         self.params = p = params
-        R = p.lanes
+        R, C = p.lanes, p.axi_contexts
         super().__init__({
-            "valid": In(1), "cur": In(1), "restart": In(1), "buf": In(range(ENTRIES)),
+            "valid": In(1), "cur": In(range(C)), "restart": In(1), "buf": In(range(ENTRIES)),
             "start": In(range(p.row_blocks)), "lastwin": In(range(p.windows)), "blocked": In(1),
-            "used": In(R).array(2), "pending": In(R).array(2), "got": In(R).array(2), "err": In(Error).array(2),
+            "used": In(R).array(C), "pending": In(R).array(C), "got": In(R).array(C), "err": In(Error).array(C),
             "rows": In(ROW_BITS).array(p.window), "win": Out(range(p.windows)), "inflight": In(1),
             "progress": Out(ProgressSignature(p)), "advance": Out(1), "finish": Out(1)})
 
@@ -66,9 +66,8 @@ class FetchLanding(wiring.Component):
         win = self.win
         used, pending, got, err = (Signal(R, name="g_used"), Signal(R, name="g_pending"),
                                    Signal(R, name="g_got"), Signal(Error, name="g_err"))
-        m.d.comb += [used.eq(Mux(cur, self.used[1], self.used[0])),
-                     pending.eq(Mux(cur, self.pending[1], self.pending[0])),
-                     got.eq(Mux(cur, self.got[1], self.got[0])), err.eq(Mux(cur, self.err[1], self.err[0]))]
+        m.d.comb += [used.eq(mux_tree(cur, list(self.used))), pending.eq(mux_tree(cur, list(self.pending))),
+                     got.eq(mux_tree(cur, list(self.got))), err.eq(mux_tree(cur, list(self.err)))]
         arrived = Signal(name="g_arrived")      # every slot filled, nothing in flight
         m.d.comb += arrived.eq(self.valid & ((got & used) == used) & (pending == 0) & ~self.inflight)
         ok = Signal(name="g_land_ok")

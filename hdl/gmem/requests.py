@@ -15,25 +15,29 @@ __all__ = ["FetchRequests"]
 
 
 class FetchRequests(wiring.Component):
-    """Read requests of the global fetch stage, prefix ``g_``: the served pass's first, then the
-    next one's (fetched ahead).
+    """Read requests of the global fetch stage, prefix ``g_``: the contexts' slots in ring
+    order, from the served pass's on (the oldest first).
 
-    Two steps, so that no loop closes within a cycle: the lowest slot not yet requested names
-    the burst's first line (a register, ``sel``); from it the burst (that line and the
-    following ones while each holds a slot not yet requested, at most ``axi_burst``, never
-    across 4 KiB) and the slots it covers are decided, and the request leaves. The next line is
-    chosen the cycle after. Ids are used in turn (the next one a register, so the request's
-    payload holds while it waits); each id remembers its context and the line its next beat
-    brings.
+    Two steps, so that no loop closes within a cycle: the lowest slot of context ``rq`` not
+    yet requested names the burst's first line (a register, ``sel``); from it the burst (that
+    line and the following ones while each holds a slot not yet requested, at most
+    ``axi_burst``, never across 4 KiB) and the slots it covers are decided, and the request
+    leaves. The next line is chosen the cycle after; once context ``rq`` has nothing left to
+    request, ``rq`` moves to the next context, unless that is the one the next pass takes
+    (``alloc``). Ids are used in turn (the next one a register, so the request's payload
+    holds while it waits); each id remembers its context and the line its next beat brings.
 
     Latency: a request leaves two cycles after its slots become pending at the earliest, then
-    every other cycle at most.
+    every other cycle at most; moving to the next context takes a cycle.
 
     Members
     -------
-    valid, cur, pre : In(1)
-        A pass is served, in context ``cur``; the other context holds the next pass.
-    pending : In(lanes).array(2)
+    alloc : In(range(2 * axi_contexts))
+        Passes admitted, modulo twice the contexts (``rq`` counts the passes whose requests
+        are all out, the same way): the contexts from ``rq`` up to ``alloc`` hold passes.
+    cur : In(range(axi_contexts))
+        The served context.
+    pending : In(lanes).array(axi_contexts)
         Each context's slots not yet requested; ``line``: each slot's line.
     arready, arvalid, arid, araddr, arlen, arsize, arburst
         The AXI4 read-address channel.
@@ -44,40 +48,42 @@ class FetchRequests(wiring.Component):
     beat_line, beat_ctx : Out
         The line and the context of this cycle's read beat.
     inflight : Out(1)
-        The served pass has bursts in flight.
+        The served context has bursts in flight.
     """
 
     def __init__(self, params: Params):
         self.params = p = params
         lb, lw = line_bits(p)
-        R, ids = p.lanes, p.axi_id_bits
+        R, NC, ids = p.lanes, p.axi_contexts, p.axi_id_bits
         super().__init__({
-            "valid": In(1), "cur": In(1), "pre": In(1),
-            "pending": In(R).array(2), "line": In(lw).array(2, R),
+            "alloc": In(range(2 * NC)), "cur": In(range(NC)),
+            "pending": In(R).array(NC), "line": In(lw).array(NC, R),
             "arready": In(1), "arvalid": Out(1), "arid": Out(ids), "araddr": Out(32), "arlen": Out(8),
             "arsize": Out(3), "arburst": Out(2),
             "r_fire": In(1), "rid": In(ids), "rlast": In(1),
-            "ar": Out(1), "sel_ctx": Out(1), "covered": Out(R),
-            "beat_line": Out(lw), "beat_ctx": Out(1), "inflight": Out(1)})
+            "ar": Out(1), "sel_ctx": Out(range(NC)), "covered": Out(R),
+            "beat_line": Out(lw), "beat_ctx": Out(range(NC)), "inflight": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         p, R = self.params, self.params.lanes
         lb, lw = line_bits(p)
         page_lines = AXI_PAGE // (p.axi_data_bits // 8)
-        pending, line, cur = self.pending, self.line, self.cur
-        # the candidate: the served pass's lowest slot not yet requested, else the next one's
-        rc = Signal(name="g_cand_ctx")
-        m.d.comb += rc.eq(Mux(self.valid & pending[0].bool() & ~cur, 0,
-                              Mux(self.valid & pending[1].bool() & cur, 1, ~cur)))
-        cand_pending = Signal(R, name="g_cand_pending")
-        m.d.comb += cand_pending.eq(Mux(rc, pending[1], pending[0]))
-        any_pending, first = lowest([cand_pending[s] for s in range(R)])
-        cand_line = Signal(lw, name="g_cand_line")
-        m.d.comb += cand_line.eq(mux_tree(first, [Mux(rc, line[1][s], line[0][s]) for s in range(R)]))
+        NC = p.axi_contexts
+        pending, line = self.pending, self.line
+        # the candidate: context rq's lowest slot not yet requested
+        rq = Signal(range(2 * NC), name="g_rq")
+        at = rq[:(NC - 1).bit_length()]
+        rq_pending = Signal(R, name="g_rq_pending")
+        m.d.comb += rq_pending.eq(mux_tree(at, list(pending)))
+        rq_line = [Signal(lw, name=f"g_rq_line{s}") for s in range(R)]
+        m.d.comb += [rq_line[s].eq(mux_tree(at, [line[c][s] for c in range(NC)])) for s in range(R)]
+        any_pending, first = lowest([rq_pending[s] for s in range(R)])
+        behind = Signal(name="g_rq_behind")        # context rq holds a pass still requesting
+        m.d.comb += behind.eq(rq != self.alloc)
         sel_valid, sel_ctx, req_line = Signal(name="g_sel_valid"), self.sel_ctx, Signal(lw, name="g_sel_line")
-        req_pending = Signal(R, name="g_req_pending")
-        m.d.comb += req_pending.eq(Mux(sel_ctx, pending[1], pending[0]))
+        # sel is always context rq's: rq moves only while no line is selected
+        req_pending = rq_pending
         # each slot's distance in lines from the burst's first: a burst stays on its first
         # line's 4 KiB page, so only a slot on that page can be in it, and the distance is a
         # subtraction of the lines' places in the page (short, off the slot's whole line)
@@ -86,7 +92,7 @@ class FetchRequests(wiring.Component):
         dist = [Signal(pb + 1, name=f"g_dist{s}") for s in range(R)]
         near = Signal(R, name="g_near")             # pending, on the page, within a burst's reach
         for s in range(R):
-            slot_line = Mux(sel_ctx, line[1][s], line[0][s])
+            slot_line = rq_line[s]
             m.d.comb += [dist[s].eq(slot_line[:pb] - req_line[:pb]),
                          near[s].eq(req_pending[s] & (slot_line[pb:] == req_line[pb:]) & (dist[s][near_bits:] == 0))]
         holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
@@ -103,23 +109,26 @@ class FetchRequests(wiring.Component):
         self._ids(m, sel_valid, req_line, beats, lb)
         with m.If(self.ar):
             m.d.sync += sel_valid.eq(0)
-        with m.Elif(~sel_valid & (self.valid | self.pre) & any_pending):
-            m.d.sync += [sel_valid.eq(1), sel_ctx.eq(rc), req_line.eq(cand_line)]
+        with m.Elif(~sel_valid & behind & any_pending):
+            m.d.sync += [sel_valid.eq(1), req_line.eq(mux_tree(first, rq_line))]
+        with m.Elif(~sel_valid & behind):
+            m.d.sync += rq.eq(rq + 1)
+        m.d.comb += sel_ctx.eq(at)
         return m
 
     def _ids(self, m, sel_valid, req_line, beats, lb):
         """The ids in turn, what each one's next beat brings, and the request on the channel."""
         n = self.params.axi_outstanding
         busy_ids = Signal(n, name="g_busy_ids")
-        id_ctx = Signal(n, name="g_id_ctx")          # the context of each id
+        id_ctx = [Signal(range(self.params.axi_contexts), name=f"g_id{k}_ctx") for k in range(n)]
         next_line = [Signal(len(self.beat_line), name=f"g_id{k}_line") for k in range(n)]
         free_id = Signal(range(n), name="g_next_id")
         m.d.comb += [self.arvalid.eq(sel_valid & ~busy_ids.bit_select(free_id, 1)), self.arid.eq(free_id),
                      self.araddr.eq(req_line << lb), self.arlen.eq(beats - 1), self.arsize.eq(lb),
                      self.arburst.eq(1),                                      # INCR
                      self.ar.eq(self.arvalid & self.arready),
-                     self.beat_line.eq(mux_tree(self.rid, next_line)), self.beat_ctx.eq(id_ctx.bit_select(self.rid, 1)),
-                     self.inflight.eq((busy_ids & Mux(self.cur, id_ctx, ~id_ctx)).any())]
+                     self.beat_line.eq(mux_tree(self.rid, next_line)), self.beat_ctx.eq(mux_tree(self.rid, id_ctx)),
+                     self.inflight.eq(Cat(*[busy_ids[k] & (id_ctx[k] == self.cur) for k in range(n)]).any())]
         with m.If(self.ar):
             m.d.sync += free_id.eq(Mux(free_id == n - 1, 0, free_id + 1))
         for k in range(n):

@@ -19,11 +19,12 @@ __all__ = ["FetchRows", "held_beat_layout"]
 def held_beat_layout(params: Params) -> data.StructLayout:
     """A read beat as the row store writes it: its data, response, line and context."""
     _, lw = line_bits(params)
-    return data.StructLayout({"valid": 1, "data": params.axi_data_bits, "resp": 2, "line": lw, "ctx": 1})
+    return data.StructLayout({"valid": 1, "data": params.axi_data_bits, "resp": 2, "line": lw,
+                              "ctx": range(params.axi_contexts)})
 
 
 class FetchRows(wiring.Component):
-    """The rows of both contexts, prefix ``g_rows_``: ``window`` memories of a word per (context,
+    """The rows of every context, prefix ``g_rows_``: ``window`` memories of a word per (context,
     window). Memory ``k`` holds lane ``k - turn·w`` (mod ``window``) of window ``w``, ``turn``
     = ``window / windows`` (2 under h200): a window lands with one read of each memory, and the
     chunks one beat brings are in different memories for all but a few forms and strides
@@ -63,32 +64,35 @@ class FetchRows(wiring.Component):
 
     def __init__(self, params: Params):
         self.params = p = params
-        R = p.lanes
+        R, C = p.lanes, p.axi_contexts
         lb, lw = line_bits(p)
         super().__init__({
-            "rvalid": In(1), "rdata": In(p.axi_data_bits), "rresp": In(2), "beat_line": In(lw), "beat_ctx": In(1),
-            "rready": Out(1),
-            "used": In(R).array(2), "got": In(R).array(2),
-            "line": In(lw).array(2, R), "row": In(max(1, lb - 4)).array(2, R), "upper": In(1).array(2, R),
-            "filling": Out(1), "filled": Out(R), "fill_ctx": Out(1), "fill_resp": Out(2),
-            "cur": In(1), "win": In(range(p.windows)),
+            "rvalid": In(1), "rdata": In(p.axi_data_bits), "rresp": In(2), "beat_line": In(lw),
+            "beat_ctx": In(range(C)), "rready": Out(1),
+            "used": In(R).array(C), "got": In(R).array(C),
+            "line": In(lw).array(C, R), "row": In(max(1, lb - 4)).array(C, R), "upper": In(1).array(C, R),
+            "filling": Out(1), "filled": Out(R), "fill_ctx": Out(range(C)), "fill_resp": Out(2),
+            "cur": In(range(C)), "win": In(range(p.windows)),
             "rows": Out(ROW_BITS).array(p.window)})
 
     def elaborate(self, platform):
         m = Module()
-        p, R, W = self.params, self.params.lanes, self.params.window
+        p, R, W, C = self.params, self.params.lanes, self.params.window, self.params.axi_contexts
         lb, _ = line_bits(p)
         # the beat written this cycle: the held one, else the channel's
         held, beat = Signal(held_beat_layout(p), name="g_rows_held"), Signal(held_beat_layout(p), name="g_rows_beat")
         m.d.comb += beat.eq(Mux(held.valid, held, Cat(self.rvalid, self.rdata, self.rresp, self.beat_line,
                                                         self.beat_ctx)))
         beat_rows = [beat.data[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // 8 // ROW_BYTES)]
-        # the slots it still has to fill
+        # the slots it still has to fill (each context field as the beat's context has it)
+        def of_beat(field, s):
+            return mux_tree(beat.ctx, [field[c][s] for c in range(C)])
+
+        waiting = Signal(R, name="g_rows_waiting")
+        m.d.comb += waiting.eq(mux_tree(beat.ctx, [self.used[c] & ~self.got[c] for c in range(C)]))
         todo = Signal(R, name="g_rows_todo")
         for s in range(R):
-            m.d.comb += todo[s].eq(beat.valid & Mux(beat.ctx, self.used[1][s] & ~self.got[1][s],
-                                                    self.used[0][s] & ~self.got[0][s])
-                                   & (Mux(beat.ctx, self.line[1][s], self.line[0][s]) == beat.line))
+            m.d.comb += todo[s].eq(beat.valid & waiting[s] & (of_beat(self.line, s) == beat.line))
         written, more = Signal(R, name="g_rows_written"), Signal(W, name="g_rows_more")
         turn, h = W // p.windows, ROW_BITS // 2
         read_win = Signal(range(p.windows), name="g_rows_read_win")     # the window on the read ports
@@ -101,11 +105,11 @@ class FetchRows(wiring.Component):
             m.d.comb += [written[s].eq(any_ & (first == w)) for w, s in enumerate(slots)]
             bits = Cat(*[todo[s] for s in slots])
             m.d.comb += more[k].eq((bits & (bits - 1)) != 0)       # two or more
-            m.submodules[f"lane{k}"] = mem = Memory(shape=ROW_BITS, depth=2 * p.windows, init=[])
+            m.submodules[f"lane{k}"] = mem = Memory(shape=ROW_BITS, depth=C * p.windows, init=[])
             wr, rd = mem.write_port(), mem.read_port(transparent_for=())
             pick = (lambda vals: mux_tree(first, vals)) if p.windows > 1 else (lambda vals: vals[0])
-            slot_row = pick([Mux(beat.ctx, self.row[1][s], self.row[0][s]) for s in slots])
-            slot_upper = pick([Mux(beat.ctx, self.upper[1][s], self.upper[0][s]) for s in slots])
+            slot_row = pick([of_beat(self.row, s) for s in slots])
+            slot_upper = pick([of_beat(self.upper, s) for s in slots])
             row = mux_tree(slot_row, beat_rows) if len(beat_rows) > 1 else beat_rows[0]
             m.d.comb += [wr.addr.eq(Cat(first, beat.ctx) if p.windows > 1 else beat.ctx),
                          wr.data.eq(Mux(slot_upper, Cat(row[h:], row[:h]), row)), wr.en.eq(any_),

@@ -8,16 +8,19 @@ from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import Params
+from ..lib.mux import mux_tree
 from .records import pass_layout
 
 __all__ = ["PassQueue"]
 
 
 class PassQueue(wiring.Component):
-    """Pass queue, prefix ``b_``: a FIFO of ``depth`` checked passes, all registered, so that
-    handing one to the banks involves no decode, comparator or adder, and the accept stage
-    moves on whenever the queue has room (``push.ready`` is a register's decode), so that the
-    instruction port's ready depends on no bank or result-stage decision.
+    """Pass queue, prefix ``b_``: a FIFO of ``depth`` checked passes (a power of two:
+    :attr:`~tensorlsu.hdl.params.Params.pass_queue_depth`), all registered, so that handing one
+    to the banks involves no decode, comparator or adder, and the accept stage moves on
+    whenever the queue has room and ``hold`` is low (``push.ready`` is a decode of registers,
+    ``hold`` one too), so that the instruction port's ready depends on no bank or result-stage
+    decision.
 
     Latency: a pass pushed in one cycle can be popped the next. ``push.ready`` does not depend
     on ``pop.ready`` (a full queue takes nothing, even in a cycle it pops).
@@ -31,17 +34,19 @@ class PassQueue(wiring.Component):
     push : In(stream.Signature(pass_layout(params)))
     pop : Out(stream.Signature(pass_layout(params)))
         The oldest pass (its payload is valid while ``pop.valid``).
+    hold : In(1)
+        Take nothing this cycle (the global fetch stage has no free context).
     busy : Out(1)
         A pass is queued.
     """
 
     def __init__(self, params: Params, depth: int = 2):
-        if depth != 2:
-            raise ValueError(f"depth must be 2 (pointers of one bit), not {depth!r}")
+        if depth < 2 or depth & (depth - 1):
+            raise ValueError(f"depth must be a power of two of at least 2, not {depth!r}")
         self.params, self.depth = params, depth
         layout = pass_layout(params)
         super().__init__({"push": In(stream.Signature(layout)), "pop": Out(stream.Signature(layout)),
-                          "busy": Out(1)})
+                          "hold": In(1), "busy": Out(1)})
 
         # the queue's state, named here for the proof's invariants (formal/specs.py)
         self.state = {"entries": [Signal(layout, name=f"b{k}", reset_less=True) for k in range(depth)],
@@ -52,10 +57,10 @@ class PassQueue(wiring.Component):
         m = Module()
         n = self.depth
         entries, valid, wp, rp = (self.state[k] for k in ("entries", "valid", "wp", "rp"))
-        m.d.comb += [self.push.ready.eq(~valid.all()), self.busy.eq(valid.any()),
+        m.d.comb += [self.push.ready.eq(~valid.all() & ~self.hold), self.busy.eq(valid.any()),
                      self.pop.valid.eq(valid.bit_select(rp, 1))]
         head = Signal(pass_layout(self.params), name="b_head")
-        m.d.comb += head.eq(Mux(rp, entries[1], entries[0]))
+        m.d.comb += head.eq(mux_tree(rp, entries))
         m.d.comb += [self.pop.payload.eq(head), self.pop.payload.ovl.eq(0),
                      self.pop.payload.err.eq(Mux(head.ovl & (head.err == Error.NONE), Error.OVERLAP, head.err))]
         set_, clr = Signal(n), Signal(n)

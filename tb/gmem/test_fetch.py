@@ -2,8 +2,9 @@
 AXI rules: every slot of a wmma.load pass lands with the row global memory holds there; every
 line the pass touches is read once, in INCR bursts of full-width beats that never cross 4 KiB,
 with no more bursts in flight than ids; beats come back in random order across ids, late and
-with random pauses; the next pass is fetched while one is served; SLVERR and DECERR refuse the
-pass and land nothing, and the next pass is unharmed.
+with random pauses; the passes queued behind the served one are fetched while it is served, up to
+one per context; SLVERR and DECERR refuse the pass and land nothing, and the next pass is
+unharmed.
 
 Expected values: the global image itself (the row at each chunk's address) and the AXI4 rules.
 """
@@ -36,40 +37,47 @@ def _pass(rng, text, p):
     return [base + line * sb + forms.CHUNK * k for line, k in inf.passes[0]]
 
 
-def _run(p, passes, image, *, resp=None, seed=0):
-    """Fetch ``passes`` (lists of slot addresses) one after another, each offered ahead while
-    the one before is served, taken when the stage is free; returns per pass (landed rows by
-    slot, error), and the ARs seen."""
+def _run(p, passes, image, *, resp=None, seed=0, take_p=0.7, answer_p=0.6):
+    """Fetch ``passes`` (lists of slot addresses) one after another: each enters (the pass
+    queue) at random while the stage has room, and is taken at random once entered and the
+    stage is free; returns per pass (landed rows by slot, error), the ARs seen, and the most
+    passes whose bursts were in flight at once."""
     rng = random.Random(seed)
     dut = GlobalFetch(p)
     lb = p.axi_data_bits // 8
-    got = {"rows": [{} for _ in passes], "ars": [], "error": [None] * len(passes), "max_in_flight": 0}
+    got = {"rows": [{} for _ in passes], "ars": [], "error": [None] * len(passes), "max_in_flight": 0,
+           "max_passes_in_flight": 0}
 
-    def present(ctx, addrs):
-        ctx.set(dut.take.pass_.glob, 1)
-        ctx.set(dut.take.pass_.consts.used, (1 << len(addrs)) - 1)
-        ctx.set(dut.take.pass_.consts.lastwin, (len(addrs) - 1) // p.window)
+    def present(ctx, port, addrs):
+        ctx.set(port.glob, 1)
+        ctx.set(port.consts.used, (1 << len(addrs)) - 1)
+        ctx.set(port.consts.lastwin, (len(addrs) - 1) // p.window)
         for s, a in enumerate(addrs):
-            ctx.set(dut.take.pass_.addr[s], a)
+            ctx.set(port.addr[s], a)
 
     async def bench(ctx):
         axi = dut.axi
-        served, taken = None, 0        # the pass the stage serves; passes taken so far
+        served, taken, entered = None, 0, 0     # the pass the stage serves; passes taken, entered
         landing = None                 # (pass, window) whose rows show this cycle
-        bursts = []                    # [id, next address, beats left, response]
+        bursts = []                    # [id, next address, beats left, response, pass]
         r_beat = None
         for _ in range(4000):
             # the subordinate takes requests at random; the ring holds windows back at random
             ctx.set(axi.arready, rng.random() < 0.7)
             ctx.set(dut.blocked, rng.random() < 0.3)
-            # the head of the queue: offered, and taken once the stage is free (not at once)
-            take = taken < len(passes) and ctx.get(dut.free) and rng.random() < 0.7
+            # a pass enters the queue at random while there is room; the head of the queue is
+            # offered, and taken once the stage is free (not at once)
+            enter = entered < len(passes) and ctx.get(dut.room) and rng.random() < 0.7
+            if entered < len(passes):
+                present(ctx, dut.enter_pass, passes[entered])
+            ctx.set(dut.enter, enter)
+            take = taken < entered and ctx.get(dut.free) and rng.random() < take_p
             if taken < len(passes):
-                present(ctx, passes[taken])
-            ctx.set(dut.take.offered, taken < len(passes))
+                present(ctx, dut.take.pass_, passes[taken])
+            ctx.set(dut.take.offered, taken < entered)
             ctx.set(dut.take.ok, take)
             # ... and answers a random burst's next beat
-            if r_beat is None and bursts and rng.random() < 0.6:
+            if r_beat is None and bursts and rng.random() < answer_p:
                 b = rng.choice(bursts)
                 r_beat = b
                 ctx.set(axi.rvalid, 1)
@@ -81,7 +89,9 @@ def _run(p, passes, image, *, resp=None, seed=0):
                 ar = {k: ctx.get(getattr(axi, k)) for k in ("arid", "araddr", "arlen", "arsize", "arburst")}
                 got["ars"].append(ar)
                 code = AxiResp.OKAY if resp is None else resp(len(got["ars"]) - 1)
-                bursts.append([ar["arid"], ar["araddr"], ar["arlen"] + 1, code])
+                owner = next(k for k, addrs in enumerate(passes) if ar["araddr"] // lb in {a // lb for a in addrs})
+                assert owner < entered, f"burst {ar} for a pass not yet entered"
+                bursts.append([ar["arid"], ar["araddr"], ar["arlen"] + 1, code, owner])
             took_r = r_beat is not None and ctx.get(axi.rready)
             slots = ctx.get(dut.progress.land.slots)
             if slots:
@@ -94,9 +104,11 @@ def _run(p, passes, image, *, resp=None, seed=0):
             if ctx.get(dut.progress.finished):
                 got["error"][served] = Error(ctx.get(dut.progress.error))
             got["max_in_flight"] = max(got["max_in_flight"], len({b[0] for b in bursts}))
+            got["max_passes_in_flight"] = max(got["max_passes_in_flight"], len({b[4] for b in bursts}))
             await ctx.tick()
             if take:
                 served, taken = taken, taken + 1
+            entered += enter
             if took_r:
                 r_beat[1] += lb
                 r_beat[2] -= 1
@@ -126,9 +138,10 @@ FORMS = ["wmma.load.a.sync.aligned.row.m16n16k16.global.f16",
          "wmma.load.c.sync.aligned.row.m8n8k4.global.f64"]
 
 
-@pytest.mark.parametrize("bits,ids,burst", [(512, 4, 4), (256, 2, 2), (128, 1, 16), (512, 16, 1)])
-def test_every_slot_lands_and_every_line_is_read_once(bits, ids, burst):
-    p = Params(axi_data_bits=bits, axi_outstanding=ids, axi_burst=burst, tmem_columns=0)
+@pytest.mark.parametrize("bits,ids,burst,contexts", [(512, 4, 4, 2), (256, 2, 2, 2), (128, 1, 16, 2), (512, 16, 1, 2),
+                                                     (512, 32, 8, 8)])
+def test_every_slot_lands_and_every_line_is_read_once(bits, ids, burst, contexts):
+    p = Params(axi_data_bits=bits, axi_outstanding=ids, axi_burst=burst, axi_contexts=contexts, tmem_columns=0)
     lb = bits // 8
     rng = random.Random(bits + ids)
     image = np.random.default_rng(bits).integers(0, 256, GMEM, dtype=np.uint8)
@@ -147,6 +160,21 @@ def test_every_slot_lands_and_every_line_is_read_once(bits, ids, burst):
     # each pass reads each of its lines exactly once
     assert sorted(lines) == sorted(x for addrs in passes for x in {a // lb for a in addrs})
     assert got["max_in_flight"] <= ids
+    assert got["max_passes_in_flight"] <= contexts
+
+
+@pytest.mark.parametrize("contexts", [2, 8])
+def test_the_passes_queued_behind_are_fetched_one_per_context(contexts):
+    """Passes taken rarely and a slow subordinate: the queue fills, and every context's pass
+    has bursts in flight at once, never more passes than contexts."""
+    p = Params(axi_outstanding=32, axi_burst=2, axi_contexts=contexts, tmem_columns=0)
+    image = np.random.default_rng(9).integers(0, 256, GMEM, dtype=np.uint8)
+    passes = [[1024 * k + 16 * s for s in range(32)] for k in range(12)]     # 512 B each, apart
+    got = _run(p, passes, image, seed=contexts, take_p=0.05, answer_p=0.2)
+    assert got["error"] == [Error.NONE] * len(passes)
+    for k, addrs in enumerate(passes):
+        assert got["rows"][k] == {s: _row(image, a) for s, a in enumerate(addrs)}
+    assert got["max_passes_in_flight"] == contexts
 
 
 @pytest.mark.parametrize("code,error", [(AxiResp.SLVERR, Error.SLVERR), (AxiResp.DECERR, Error.DECERR)])
