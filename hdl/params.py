@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS, SMEM_BYTES
 
-__all__ = ["Params", "TmemParams", "DEEP_GLOBAL_PORT", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES", "ROW_BITS", "GROUP_ROWS",
-           "TMEM_LANES", "TMEM_QUADRANTS"]
+__all__ = ["Params", "TmemParams", "DEEP_GLOBAL_PORT", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES",
+           "ROW_BITS", "GROUP_ROWS", "TMEM_LANES", "TMEM_QUADRANTS"]
 
 
 class Policy(str, enum.Enum):

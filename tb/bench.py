@@ -31,7 +31,7 @@ from tensorlsu.cosim.runner import run_jobs  # noqa: E402
 from tensorlsu.hdl.codes import Space  # noqa: E402
 from tensorlsu.hdl.copy.records import FORMS as COPY_FORMS  # noqa: E402
 from tensorlsu.hdl.copy.records import instr_fields as copy_fields  # noqa: E402
-from tensorlsu.hdl.params import Params  # noqa: E402
+from tensorlsu.hdl.params import DEEP_GLOBAL_PORT, Params  # noqa: E402
 from tensorlsu.hdl.pipeline import forms  # noqa: E402
 from tensorlsu.hdl.tmem.plan import NUMS, SHAPES  # noqa: E402
 from tensorlsu.sim import (  # noqa: E402
@@ -199,14 +199,21 @@ def bench_global(sim: str) -> list[dict]:
 
 
 #: the latency sweep: AXI read latencies (clocks from a burst's address to its first beat) and
-#: the global port's outstanding bursts, on a contiguous fragment
+#: global ports (contexts, ids, burst), on contiguous fragments; the memory answers in order,
+#: and for the deepest port also with the beats of all due bursts interleaved at random
 SWEEP_LATENCY = (2, 25, 50, 100, 200, 400)
-SWEEP_OUTSTANDING = (4, 8, 16)
+SWEEP_PORTS = ({"axi_contexts": 2, "axi_outstanding": 4, "axi_burst": 4},
+               {"axi_contexts": 8, "axi_outstanding": 8, "axi_burst": 8}, DEEP_GLOBAL_PORT)
 SWEEP_FORM = "wmma.load.a.sync.aligned.row.m16n16k16.global.f16"
 
 
-def bench_latency(n: int = 64) -> list[dict]:
-    """Global wmma.load over the AXI memory's latency and the port's outstanding bursts: ``n``
+def _port_name(port: dict, reorder: bool) -> str:
+    return (f"{port['axi_contexts']} contexts, {port['axi_outstanding']} ids, bursts of {port['axi_burst']}"
+            + (", beats in any order" if reorder else ""))
+
+
+def bench_latency(n: int = 128) -> list[dict]:
+    """Global wmma.load over the AXI memory's latency and the global port's build: ``n``
     fragments back to back, each row after the last (512 contiguous bytes, 8 beats), on the
     native harness's memory (a beat a clock once due, no pauses)."""
     ins = ptx.parse(SWEEP_FORM, "sm_90a")
@@ -216,28 +223,29 @@ def bench_latency(n: int = 64) -> list[dict]:
     burst = [{"form": forms.form_id(ins), "addr": GMEM_AT + nbytes * k, "stride": inf.least,
               "space": Space.GLOBAL.value} for k in range(n)]
     rows = []
-    for out in SWEEP_OUTSTANDING:
+    for port, reorder in [*((port, False) for port in SWEEP_PORTS), (DEEP_GLOBAL_PORT, True)]:
         for lat in SWEEP_LATENCY:
             results, _ = run_jobs([{"burst": burst}], sim="verilator", optimize=True,
-                                  axi=AxiMemory(latency=lat), params={"axi_outstanding": out})
+                                  axi=AxiMemory(latency=lat, reorder=reorder),
+                                  params={k: v for k, v in port.items() if v != getattr(Params(), k)})
             b = results[0]["burst"]
             assert not any(r["error"] for r in b)
             cpi = (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
-            rows.append({"outstanding": out, "latency": lat, "cpi": round(cpi, 2),
+            rows.append({"port": _port_name(port, reorder), "latency": lat, "cpi": round(cpi, 2),
                          "bytes_per_clk": round(nbytes / cpi, 1), "port_beats_per_clk": round(lines / cpi, 2),
                          "first_latency": b[0]["done"] - b[0]["accepted"]})
     return rows
 
 
 def latency_table(rows) -> str:
-    outs = sorted({r["outstanding"] for r in rows})
+    ports = list(dict.fromkeys(r["port"] for r in rows))
     out = (f"`{SWEEP_FORM}`, 512 contiguous bytes a fragment (8 beats of 64 B), fragments back to back; "
            "the native harness's AXI memory answers a burst `latency` clocks after its address, then a "
-           "beat a clock. Port beats per clock (limit 1; goal: 1 at 200 clocks):\n\n"
-           "| latency (clk) | " + " | ".join(f"{o} outstanding" for o in outs) + " |\n|---|"
-           + "---|" * len(outs) + "\n")
+           "beat a clock. Port beats per clock (limit 1; goal: 1 at 200 clocks) by the global port's "
+           "build (`axi_contexts`, `axi_outstanding`, `axi_burst`):\n\n"
+           "| latency (clk) | " + " | ".join(ports) + " |\n|---|" + "---|" * len(ports) + "\n")
     for lat in sorted({r["latency"] for r in rows}):
-        cells = [next(r for r in rows if r["latency"] == lat and r["outstanding"] == o) for o in outs]
+        cells = [next(r for r in rows if r["latency"] == lat and r["port"] == o) for o in ports]
         out += f"| {lat} | " + " | ".join(f"{c['port_beats_per_clk']} ({c['cpi']} clk/instr)" for c in cells) + " |\n"
     return out
 

@@ -53,6 +53,25 @@ def test_axi_latency_costs_throughput_beyond_what_is_in_flight():
     assert clk_per_fragment(fast) < 20 < 100 < clk_per_fragment(slow)
 
 
+def test_more_contexts_hide_the_latency_they_cover():
+    """Eight contexts and eight ids of 8-beat bursts keep 64 beats in flight: at 40 clocks of
+    latency (a memory answering in order) a 512-byte fragment every 8 clocks, a beat a clock,
+    where the default two contexts give one every round trip; every fragment carries its data."""
+    image = bytes((5 * i + 1) % 256 for i in range(512 * 24))
+    port = {"axi_contexts": 8, "axi_outstanding": 8, "axi_burst": 8}
+    deep, _ = run_jobs(_fragments(24, image), sim="verilator", axi=AxiMemory(latency=40, reorder=False), params=port)
+    two, _ = run_jobs(_fragments(24, image), sim="verilator", axi=AxiMemory(latency=40, reorder=False))
+
+    def clk_per_fragment(res):
+        b = res[1]["burst"]
+        return (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
+    assert clk_per_fragment(deep) <= 8.25 and clk_per_fragment(two) > 20
+    mem = model.Memory(global_=image, global_base=GMEM_AT)
+    for k, res in enumerate(deep[1]["burst"]):
+        want = model.wmma_load(A, mem, GMEM_AT + 512 * k, 16)
+        assert res["error"] == 0 and [list(x) for x in zip(*res["beats"])] == want.tolist()
+
+
 def test_reads_where_no_subordinate_is_answer_decerr():
     """The harness's address space past DECERR_AT answers DECERR (cocotbext-axi's AxiRam has no
     such answer); the unit refuses the instruction with it and goes on."""
