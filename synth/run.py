@@ -99,12 +99,15 @@ FULL_SMEM_BYTES = 228 * 1024
 def asic_blocks(policy: str):
     """The blocks of the ASIC report, at the full size. The whole unit (``unit_tmem``, four
     quadrants) is taken from its emitted Verilog, the integrator's way in, memories included
-    (``unit_tmem_rtlil``: from Amaranth's RTLIL, as the other blocks; not in the default run)."""
+    (``unit_tmem_rtlil``: from Amaranth's RTLIL, as the other blocks; not in the default run).
+    ``fetch_deep`` and ``unit_deep`` are the global fetch stage and the unit with
+    ``DEEP_GLOBAL_PORT`` (not in the default run)."""
     full = Params(schedule=policy, smem_bytes=FULL_SMEM_BYTES)
     pick = ("scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "fetch_deep", "tmem_quadrant",
             "copy")
     found = {k: v for k, v in blocks(policy).items() if k in pick}
     found["unit"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0))
+    found["unit_deep"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0, **DEEP_GLOBAL_PORT))
     found["unit_tmem"] = found["unit_tmem_rtlil"] = lambda: LoadStoreUnit(full)
     return found
 
@@ -113,7 +116,7 @@ def asic_blocks(policy: str):
 #: scheduling the work
 ASIC_BLOCKS = {"scheduler": 20, "crossbar": 20, "decompress": 10, "shuffle": 60, "store_shuffle": 30,
                "fetch": 90, "tmem_quadrant": 140, "copy": 60, "unit": 240, "unit_tmem": 800}
-ASIC_MORE = {"unit_tmem_rtlil": 750, "fetch_deep": 600}
+ASIC_MORE = {"unit_tmem_rtlil": 750, "fetch_deep": 600, "unit_deep": 900}
 
 
 class Registered(Elaboratable):

@@ -64,6 +64,11 @@ def rates(rng: random.Random) -> tuple[str, list[float]]:
     return level, [RATES[level], RATES[level]]
 
 
+#: how often a global wmma.load is refused, for each of its four refusals; a generic one in
+#: the shared window, misaligned
+REFUSE_GLOBAL, REFUSE_SHARED = 0.06, 0.3
+
+
 def global_wmma(rng: random.Random, mem: np.ndarray, gmem: np.ndarray, smem_bytes: int, bank_cycles) -> tuple[dict, dict]:
     """A wmma.load from global memory or a generic address (in the shared window or not);
     sometimes misaligned, past the memory behind the port, or outside the global range.
@@ -87,18 +92,20 @@ def global_wmma(rng: random.Random, mem: np.ndarray, gmem: np.ndarray, smem_byte
     addr = (p.shared_window_base if in_shared else GMEM_AT) + off
     name = f"{sh.form} ({'generic shared' if in_shared else 'global'})"
     exp = {"form": name, "family": "wmma.load generic shared" if in_shared else "wmma.load global"}
-    how = rng.random()
+    # refusals often enough that each form meets each of them at every level in a million
+    # instructions (a generic shared matrix can only be misaligned)
+    how = rng.random() / (REFUSE_SHARED if in_shared else REFUSE_GLOBAL)
     code = None
-    if how < 0.03:
+    if how < 1:
         addr += 16
         code = Error.MISALIGNED
-    elif how < 0.05 and not in_shared:
+    elif how < 2 and not in_shared:
         # the matrix's last bytes past the memory behind the port, which answers SLVERR
         addr = GMEM_BYTES - model.WMMA_ADDR_ALIGN * rng.randrange(1, max(2, -(-span // model.WMMA_ADDR_ALIGN)))
         code = Error.SLVERR
-    elif how < 0.07 and not in_shared:
+    elif how < 3 and not in_shared:
         addr, code = p.global_base + p.global_bytes - model.WMMA_ADDR_ALIGN, Error.OUT_OF_RANGE
-    elif how < 0.09 and not in_shared:
+    elif how < 4 and not in_shared:
         addr, code = DECERR_AT + model.WMMA_ADDR_ALIGN * rng.randrange(1024), Error.DECERR   # no subordinate
     job = {"form": fid, "addr": addr, "stride": stride, "space": space.value}
     if code is not None:
