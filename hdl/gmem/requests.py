@@ -81,9 +81,8 @@ class FetchRequests(wiring.Component):
         any_pending, first = lowest([rq_pending[s] for s in range(R)])
         behind = Signal(name="g_rq_behind")        # context rq holds a pass still requesting
         m.d.comb += behind.eq(rq != self.alloc)
+        # the selected line is always context rq's: rq moves only while no line is selected
         sel_valid, sel_ctx, req_line = Signal(name="g_sel_valid"), self.sel_ctx, Signal(lw, name="g_sel_line")
-        # sel is always context rq's: rq moves only while no line is selected
-        req_pending = rq_pending
         # each slot's distance in lines from the burst's first: a burst stays on its first
         # line's 4 KiB page, so only a slot on that page can be in it, and the distance is a
         # subtraction of the lines' places in the page (short, off the slot's whole line)
@@ -94,7 +93,7 @@ class FetchRequests(wiring.Component):
         for s in range(R):
             slot_line = rq_line[s]
             m.d.comb += [dist[s].eq(slot_line[:pb] - req_line[:pb]),
-                         near[s].eq(req_pending[s] & (slot_line[pb:] == req_line[pb:]) & (dist[s][near_bits:] == 0))]
+                         near[s].eq(rq_pending[s] & (slot_line[pb:] == req_line[pb:]) & (dist[s][near_bits:] == 0))]
         holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
         for j in range(p.axi_burst):
             same_page = C(1, 1) if j == 0 else ((req_line + j)[pb:] == req_line[pb:])

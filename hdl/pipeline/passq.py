@@ -7,8 +7,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
-from ..params import Params
 from ..lib.mux import mux_tree
+from ..params import Params
 from .records import pass_layout
 
 __all__ = ["PassQueue"]
@@ -17,10 +17,10 @@ __all__ = ["PassQueue"]
 class PassQueue(wiring.Component):
     """Pass queue, prefix ``b_``: a FIFO of ``depth`` checked passes (a power of two:
     :attr:`~tensorlsu.hdl.params.Params.pass_queue_depth`), all registered, so that handing one
-    to the banks involves no decode, comparator or adder, and the accept stage moves on
-    whenever the queue has room and ``hold`` is low (``push.ready`` is a decode of registers,
-    ``hold`` one too), so that the instruction port's ready depends on no bank or result-stage
-    decision.
+    to the banks involves no comparator or adder (a multiplexer on the read pointer), and the
+    accept stage moves on whenever the queue has room and ``hold`` is low (``push.ready`` is a
+    decode of registers, ``hold`` one too), so that the instruction port's ready depends on no
+    bank or result-stage decision.
 
     Latency: a pass pushed in one cycle can be popped the next. ``push.ready`` does not depend
     on ``pop.ready`` (a full queue takes nothing, even in a cycle it pops).
