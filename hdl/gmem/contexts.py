@@ -28,12 +28,20 @@ class FetchContexts(wiring.Component):
     it covers requested; the row store's writes mark slots in, and a beat with SLVERR or
     DECERR marks its context refused (the first error stays).
 
+    A 64-chunk fragment's two passes take neighbouring contexts; the second is the first's
+    twin (``twin``). A request of the first also covers the twin's slots in its lines
+    (``covered_twin``): they are marked requested and borrowed (``borrowed``), and the row
+    store fills them from the first's beats, so a line both passes touch is read once (when
+    the twin entered the queue before that request left). A refusing beat that fills twin slots
+    refuses the twin too.
+
     Latency: the marks are in the registers the cycle after. ``room`` is a register's decode.
 
     Members
     -------
-    admit, pass_ : In
-        A pass enters a context this cycle (the caller checks ``room``), and the pass.
+    enter, admit, pass_ : In
+        A pass enters the pass queue this cycle; it takes a context (the caller checks
+        ``room``); the pass.
     free, cur : In
         The served pass, in context ``cur``, finishes this cycle.
     room : Out(1)
@@ -44,11 +52,19 @@ class FetchContexts(wiring.Component):
     filling, filled, fill_ctx, fill_resp : In
         A beat is written (``filling``) into the slots ``filled`` of context ``fill_ctx``, with
         the response ``fill_resp``.
-    ar, sel_ctx, covered : In
-        A request moves for context ``sel_ctx``, covering the slots ``covered``.
+    ar, sel_ctx, covered, covered_twin : In
+        A request moves for context ``sel_ctx``, covering its slots ``covered`` and the slots
+        ``covered_twin`` of the next context (its twin).
+    fill_twin : In(lanes)
+        The slots of the next context after ``fill_ctx`` (its twin) the beat fills.
     used, pending, got : Out(lanes).array(axi_contexts)
         Per context: the pass's slots, those not yet requested, those in.
     err : Out(Error).array(axi_contexts)
+    twin : Out(1).array(axi_contexts)
+        The context holds the second pass of the instruction whose first is in the context
+        before it.
+    borrowed : Out(lanes).array(axi_contexts)
+        The slots that the context before it fetches.
     line : Out(line index).array(axi_contexts, lanes)
         Each slot's data-width line; ``row``: its row in the line; ``upper``: its chunk starts
         in the upper half of the row (an 8-byte line), so it lands with its halves swapped.
@@ -59,12 +75,12 @@ class FetchContexts(wiring.Component):
         R, C = p.lanes, p.axi_contexts
         lb, lw = line_bits(p)
         super().__init__({
-            "admit": In(1), "pass_": In(pass_layout(p)), "free": In(1), "cur": In(range(C)),
+            "enter": In(1), "admit": In(1), "pass_": In(pass_layout(p)), "free": In(1), "cur": In(range(C)),
             "room": Out(1), "alloc": Out(range(2 * C)),
             "filling": In(1), "filled": In(R), "fill_ctx": In(range(C)), "fill_resp": In(2),
-            "ar": In(1), "sel_ctx": In(range(C)), "covered": In(R),
+            "ar": In(1), "sel_ctx": In(range(C)), "covered": In(R), "covered_twin": In(R), "fill_twin": In(R),
             "used": Out(R).array(C), "pending": Out(R).array(C), "got": Out(R).array(C),
-            "err": Out(Error).array(C),
+            "err": Out(Error).array(C), "twin": Out(1).array(C), "borrowed": Out(R).array(C),
             "line": Out(lw).array(C, R), "row": Out(max(1, lb - 4)).array(C, R), "upper": Out(1).array(C, R)})
 
     def elaborate(self, platform):
@@ -80,18 +96,32 @@ class FetchContexts(wiring.Component):
         with m.If(self.admit):
             m.d.sync += self.alloc.eq(self.alloc + 1)
         m.d.sync += live.eq((live & ~Mux(self.free, 1 << self.cur, 0)) | Mux(self.admit, 1 << at, 0))
+        # the last pass to enter the queue is the first of two and took a context: the next
+        # one is its twin
+        consts = self.pass_.consts
+        first_of_two = Signal(name="g_first_of_two")
+        with m.If(self.enter):
+            m.d.sync += first_of_two.eq(self.admit & consts.lastpass & ~consts.final)
+        bad = self.fill_resp >= AxiResp.SLVERR
+        refusal = Mux(self.fill_resp == AxiResp.DECERR, Error.DECERR, Error.SLVERR)
         for c in range(C):
             used, pending, got, err = self.used[c], self.pending[c], self.got[c], self.err[c]
+            twin, borrowed = self.twin[c], self.borrowed[c]
+            before = (c - 1) % C                     # the context whose twin c may be
             for s in range(R):
                 m.d.comb += [self.line[c][s].eq(addr[c][s][lb - 3:]), self.upper[c][s].eq(addr[c][s][0]),
                              self.row[c][s].eq(addr[c][s][1:lb - 3] if lb > 4 else 0)]
             fill = self.filling & (self.fill_ctx == c)
-            with m.If(fill & (self.fill_resp >= AxiResp.SLVERR) & (err == Error.NONE)):
-                m.d.sync += err.eq(Mux(self.fill_resp == AxiResp.DECERR, Error.DECERR, Error.SLVERR))
-            m.d.sync += [pending.eq(Mux(self.ar & (self.sel_ctx == c), pending & ~self.covered, pending)),
-                         got.eq(got | Mux(fill, self.filled, 0))]
+            fill_as_twin = self.filling & (self.fill_ctx == before) & twin
+            with m.If(((fill | (fill_as_twin & self.fill_twin.any())) & bad) & (err == Error.NONE)):
+                m.d.sync += err.eq(refusal)
+            ar_as_twin = self.ar & (self.sel_ctx == before) & twin
+            m.d.sync += [pending.eq(pending & ~Mux(self.ar & (self.sel_ctx == c), self.covered, 0)
+                                    & ~Mux(ar_as_twin, self.covered_twin, 0)),
+                         borrowed.eq(borrowed | Mux(ar_as_twin, self.covered_twin, 0)),
+                         got.eq(got | Mux(fill, self.filled, 0) | Mux(fill_as_twin, self.fill_twin, 0))]
             with m.If(self.admit & (at == c)):
-                m.d.sync += [used.eq(self.pass_.consts.used), pending.eq(self.pass_.consts.used), got.eq(0),
-                             err.eq(Error.NONE)]
+                m.d.sync += [used.eq(consts.used), pending.eq(consts.used), got.eq(0), err.eq(Error.NONE),
+                             borrowed.eq(0), twin.eq(consts.lastpass & consts.final & first_of_two)]
                 m.d.sync += [addr[c][s].eq(self.pass_.addr[s][3:]) for s in range(R)]
         return m

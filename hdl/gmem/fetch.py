@@ -31,7 +31,9 @@ class GlobalFetch(wiring.Component):
       the burst takes that line and the following ones (up to ``axi_burst``, never across 4 KiB)
       while each holds a slot not yet requested, and marks every slot in them requested. So
       every line the pass touches is read exactly once, in INCR bursts of full-width beats, one
-      burst per free id (``axi_outstanding``).
+      burst per free id (``axi_outstanding``); a line the second pass of a 64-chunk fragment
+      shares with the first is read once, for both (the twin,
+      :class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`).
     - **Data** (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`, the slots' state in
       :class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`). Each beat (any id order, beats of
       one id in order) fills every slot whose row lies in it, in the cycle it moves (a beat
@@ -101,7 +103,8 @@ class GlobalFetch(wiring.Component):
                      rows.beat_line.eq(req.beat_line), rows.beat_ctx.eq(req.beat_ctx),
                      rows.cur.eq(cur), rows.win.eq(land.win)]
         admit = self.enter & self.enter_pass.glob & (self.enter_pass.err == Error.NONE)
-        m.d.comb += [ctx.admit.eq(admit), ctx.pass_.eq(self.enter_pass), ctx.free.eq(land.finish),
+        m.d.comb += [ctx.enter.eq(self.enter), ctx.admit.eq(admit), ctx.pass_.eq(self.enter_pass),
+                     ctx.free.eq(land.finish), ctx.covered_twin.eq(req.covered_twin), ctx.fill_twin.eq(rows.fill_twin),
                      ctx.cur.eq(cur), self.room.eq(ctx.room),
                      ctx.filling.eq(rows.filling), ctx.filled.eq(rows.filled),
                      ctx.fill_ctx.eq(rows.fill_ctx), ctx.fill_resp.eq(rows.fill_resp), ctx.ar.eq(req.ar),
@@ -113,7 +116,8 @@ class GlobalFetch(wiring.Component):
         for c in range(p.axi_contexts):
             m.d.comb += [req.pending[c].eq(ctx.pending[c]), land.used[c].eq(ctx.used[c]),
                          land.pending[c].eq(ctx.pending[c]), land.got[c].eq(ctx.got[c]), land.err[c].eq(ctx.err[c]),
-                         rows.used[c].eq(ctx.used[c]), rows.got[c].eq(ctx.got[c])]
+                         rows.used[c].eq(ctx.used[c]), rows.got[c].eq(ctx.got[c]), req.twin[c].eq(ctx.twin[c]),
+                         rows.twin[c].eq(ctx.twin[c]), rows.borrowed[c].eq(ctx.borrowed[c])]
             for s in range(p.lanes):
                 m.d.comb += [req.line[c][s].eq(ctx.line[c][s]), rows.line[c][s].eq(ctx.line[c][s]),
                              rows.row[c][s].eq(ctx.row[c][s]), rows.upper[c][s].eq(ctx.upper[c][s])]

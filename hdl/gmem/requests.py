@@ -22,7 +22,9 @@ class FetchRequests(wiring.Component):
     yet requested names the burst's first line (a register, ``sel``); from it the burst (that
     line and the following ones while each holds a slot not yet requested, at most
     ``axi_burst``, never across 4 KiB) and the slots it covers are decided, and the request
-    leaves. The next line is chosen the cycle after; once context ``rq`` has nothing left to
+    leaves; it also covers the slots of context ``rq``'s twin (the next context, holding the
+    instruction's second pass) that are in its lines and not yet requested (``covered_twin``).
+    The next line is chosen the cycle after; once context ``rq`` has nothing left to
     request, ``rq`` moves to the next context, unless that is the one the next pass takes
     (``alloc``). Ids are used in turn (the next one a register, so the request's payload
     holds while it waits); each id remembers its context and the line its next beat brings.
@@ -39,12 +41,16 @@ class FetchRequests(wiring.Component):
         The served context.
     pending : In(lanes).array(axi_contexts)
         Each context's slots not yet requested; ``line``: each slot's line.
+    twin : In(1).array(axi_contexts)
+        The context holds the second pass of the instruction whose first is in the context
+        before it.
     arready, arvalid, arid, araddr, arlen, arsize, arburst
         The AXI4 read-address channel.
     r_fire, rid, rlast : In
         A read beat moves this cycle, its id, and whether it ends its burst.
     ar : Out(1)
-        A request moves this cycle, for context ``sel_ctx``, covering the slots ``covered``.
+        A request moves this cycle, for context ``sel_ctx``, covering the slots ``covered``,
+        and its twin's slots ``covered_twin``.
     beat_line, beat_ctx : Out
         The line and the context of this cycle's read beat.
     inflight : Out(1)
@@ -57,11 +63,11 @@ class FetchRequests(wiring.Component):
         R, NC, ids = p.lanes, p.axi_contexts, p.axi_id_bits
         super().__init__({
             "alloc": In(range(2 * NC)), "cur": In(range(NC)),
-            "pending": In(R).array(NC), "line": In(lw).array(NC, R),
+            "pending": In(R).array(NC), "line": In(lw).array(NC, R), "twin": In(1).array(NC),
             "arready": In(1), "arvalid": Out(1), "arid": Out(ids), "araddr": Out(32), "arlen": Out(8),
             "arsize": Out(3), "arburst": Out(2),
             "r_fire": In(1), "rid": In(ids), "rlast": In(1),
-            "ar": Out(1), "sel_ctx": Out(range(NC)), "covered": Out(R),
+            "ar": Out(1), "sel_ctx": Out(range(NC)), "covered": Out(R), "covered_twin": Out(R),
             "beat_line": Out(lw), "beat_ctx": Out(range(NC)), "inflight": Out(1)})
 
     def elaborate(self, platform):
@@ -94,6 +100,22 @@ class FetchRequests(wiring.Component):
             slot_line = rq_line[s]
             m.d.comb += [dist[s].eq(slot_line[:pb] - req_line[:pb]),
                          near[s].eq(rq_pending[s] & (slot_line[pb:] == req_line[pb:]) & (dist[s][near_bits:] == 0))]
+        # the twin's slots in the burst's reach: the next context, once it holds a pass (it
+        # took one since rq did) that is the second of rq's instruction
+        nxt = Signal(range(2 * NC), name="g_rq_next")
+        m.d.comb += nxt.eq(rq + 1)
+        nat = nxt[:(NC - 1).bit_length()]
+        has_twin = Signal(name="g_has_twin")
+        m.d.comb += has_twin.eq((nxt != self.alloc) & mux_tree(nat, list(self.twin)))
+        twin_pending = Signal(R, name="g_twin_pending")
+        m.d.comb += twin_pending.eq(Mux(has_twin, mux_tree(nat, list(pending)), 0))
+        twin_dist = [Signal(pb + 1, name=f"g_twin_dist{s}") for s in range(R)]
+        twin_near = Signal(R, name="g_twin_near")
+        for s in range(R):
+            slot_line = mux_tree(nat, [line[c][s] for c in range(NC)])
+            m.d.comb += [twin_dist[s].eq(slot_line[:pb] - req_line[:pb]),
+                         twin_near[s].eq(twin_pending[s] & (slot_line[pb:] == req_line[pb:])
+                                         & (twin_dist[s][near_bits:] == 0))]
         holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
         for j in range(p.axi_burst):
             same_page = C(1, 1) if j == 0 else ((req_line + j)[pb:] == req_line[pb:])
@@ -104,7 +126,9 @@ class FetchRequests(wiring.Component):
             run = run & holds[j]
             with m.If(run):
                 m.d.comb += beats.eq(j + 1)
-        m.d.comb += self.covered.eq(Cat(*[near[s] & (dist[s][:near_bits] < beats) for s in range(R)]))
+        m.d.comb += [self.covered.eq(Cat(*[near[s] & (dist[s][:near_bits] < beats) for s in range(R)])),
+                     self.covered_twin.eq(Cat(*[twin_near[s] & (twin_dist[s][:near_bits] < beats)
+                                                for s in range(R)]))]
         self._ids(m, sel_valid, req_line, beats, lb)
         with m.If(self.ar):
             m.d.sync += sel_valid.eq(0)

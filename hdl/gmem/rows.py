@@ -69,9 +69,10 @@ class FetchRows(wiring.Component):
         super().__init__({
             "rvalid": In(1), "rdata": In(p.axi_data_bits), "rresp": In(2), "beat_line": In(lw),
             "beat_ctx": In(range(C)), "rready": Out(1),
-            "used": In(R).array(C), "got": In(R).array(C),
+            "used": In(R).array(C), "got": In(R).array(C), "twin": In(1).array(C), "borrowed": In(R).array(C),
             "line": In(lw).array(C, R), "row": In(max(1, lb - 4)).array(C, R), "upper": In(1).array(C, R),
-            "filling": Out(1), "filled": Out(R), "fill_ctx": Out(range(C)), "fill_resp": Out(2),
+            "filling": Out(1), "filled": Out(R), "fill_twin": Out(R), "fill_ctx": Out(range(C)),
+            "fill_resp": Out(2),
             "cur": In(range(C)), "win": In(range(p.windows)),
             "rows": Out(ROW_BITS).array(p.window)})
 
@@ -84,43 +85,57 @@ class FetchRows(wiring.Component):
         m.d.comb += beat.eq(Mux(held.valid, held, Cat(self.rvalid, self.rdata, self.rresp, self.beat_line,
                                                         self.beat_ctx)))
         beat_rows = [beat.data[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // 8 // ROW_BYTES)]
-        # the slots it still has to fill (each context field as the beat's context has it)
-        def of_beat(field, s):
-            return mux_tree(beat.ctx, [field[c][s] for c in range(C)])
+        # the slots it still has to fill, in its context and in the next one where that is its
+        # twin and borrowed them (each field as that context has it)
+        nxt = Signal(range(C), name="g_rows_twin_ctx")
+        m.d.comb += nxt.eq(beat.ctx + 1)
+        ctxs = (beat.ctx, nxt)
 
-        waiting = Signal(R, name="g_rows_waiting")
-        m.d.comb += waiting.eq(mux_tree(beat.ctx, [self.used[c] & ~self.got[c] for c in range(C)]))
-        todo = Signal(R, name="g_rows_todo")
-        for s in range(R):
-            m.d.comb += todo[s].eq(beat.valid & waiting[s] & (of_beat(self.line, s) == beat.line))
-        written, more = Signal(R, name="g_rows_written"), Signal(W, name="g_rows_more")
+        def of_beat(field, s, t):
+            return mux_tree(ctxs[t], [field[c][s] for c in range(C)])
+
+        waiting = [Signal(R, name="g_rows_waiting"), Signal(R, name="g_rows_twin_waiting")]
+        m.d.comb += [waiting[0].eq(mux_tree(beat.ctx, [self.used[c] & ~self.got[c] for c in range(C)])),
+                     waiting[1].eq(mux_tree(nxt, [Mux(self.twin[c], self.borrowed[c] & ~self.got[c], 0)
+                                                  for c in range(C)]))]
+        todo = [Signal(R, name="g_rows_todo"), Signal(R, name="g_rows_twin_todo")]
+        for t in range(2):
+            for s in range(R):
+                m.d.comb += todo[t][s].eq(beat.valid & waiting[t][s] & (of_beat(self.line, s, t) == beat.line))
+        written = [Signal(R, name="g_rows_written"), Signal(R, name="g_rows_twin_written")]
+        more = Signal(W, name="g_rows_more")
         turn, h = W // p.windows, ROW_BITS // 2
         read_win = Signal(range(p.windows), name="g_rows_read_win")     # the window on the read ports
         m.d.sync += read_win.eq(self.win)
         rdata = []
+        nw = p.windows
         for k in range(W):
-            # memory k holds lane (k - turn·w) mod W of window w
-            slots = [w * W + (k - turn * w) % W for w in range(p.windows)]
-            any_, first = lowest([todo[s] for s in slots])
-            m.d.comb += [written[s].eq(any_ & (first == w)) for w, s in enumerate(slots)]
-            bits = Cat(*[todo[s] for s in slots])
+            # memory k holds lane (k - turn·w) mod W of window w; candidates: the beat's
+            # context's slots, then its twin's (index nw·t + w)
+            slots = [w * W + (k - turn * w) % W for w in range(nw)]
+            cands = [todo[t][s] for t in range(2) for s in slots]
+            any_, first = lowest(cands)
+            m.d.comb += [written[t][s].eq(any_ & (first == nw * t + w)) for t in range(2) for w, s in enumerate(slots)]
+            bits = Cat(*cands)
             m.d.comb += more[k].eq((bits & (bits - 1)) != 0)       # two or more
-            m.submodules[f"lane{k}"] = mem = Memory(shape=ROW_BITS, depth=C * p.windows, init=[])
+            m.submodules[f"lane{k}"] = mem = Memory(shape=ROW_BITS, depth=C * nw, init=[])
             wr, rd = mem.write_port(), mem.read_port(transparent_for=())
-            pick = (lambda vals: mux_tree(first, vals)) if p.windows > 1 else (lambda vals: vals[0])
-            slot_row = pick([of_beat(self.row, s) for s in slots])
-            slot_upper = pick([of_beat(self.upper, s) for s in slots])
+            slot_row = mux_tree(first, [of_beat(self.row, s, t) for t in range(2) for s in slots])
+            slot_upper = mux_tree(first, [of_beat(self.upper, s, t) for t in range(2) for s in slots])
+            win = first[:len(first) - 1]                    # the window; the top bit: the twin's
+            ctx = Mux(first[-1], nxt, beat.ctx)
             row = mux_tree(slot_row, beat_rows) if len(beat_rows) > 1 else beat_rows[0]
-            m.d.comb += [wr.addr.eq(Cat(first, beat.ctx) if p.windows > 1 else beat.ctx),
+            m.d.comb += [wr.addr.eq(Cat(win, ctx) if nw > 1 else ctx),
                          wr.data.eq(Mux(slot_upper, Cat(row[h:], row[:h]), row)), wr.en.eq(any_),
-                         rd.addr.eq(Cat(self.win, self.cur) if p.windows > 1 else self.cur)]
+                         rd.addr.eq(Cat(self.win, self.cur) if nw > 1 else self.cur)]
             rdata.append(rd.data)
         for j in range(W):
             m.d.comb += self.rows[j].eq(mux_tree(read_win, [rdata[(j + turn * w) % W] for w in range(p.windows)])
                                         if p.windows > 1 else rdata[j])
         done = Signal(name="g_rows_done")
         m.d.comb += [done.eq(~more.any()), self.rready.eq(~held.valid),
-                     self.filling.eq(beat.valid), self.filled.eq(written), self.fill_ctx.eq(beat.ctx),
+                     self.filling.eq(beat.valid), self.filled.eq(written[0]), self.fill_twin.eq(written[1]),
+                     self.fill_ctx.eq(beat.ctx),
                      self.fill_resp.eq(beat.resp)]
         # a beat with slots left for a second cycle is held (the channel waits) until they are in
         m.d.sync += held.eq(beat)

@@ -37,10 +37,11 @@ def _pass(rng, text, p):
     return [base + line * sb + forms.CHUNK * k for line, k in inf.passes[0]]
 
 
-def _run(p, passes, image, *, resp=None, seed=0, take_p=0.7, answer_p=0.6):
+def _run(p, passes, image, *, resp=None, seed=0, take_p=0.7, answer_p=0.6, twins=(), resp_at=None):
     """Fetch ``passes`` (lists of slot addresses) one after another: each enters (the pass
     queue) at random while the stage has room, and is taken at random once entered and the
-    stage is free; returns per pass (landed rows by slot, error), the ARs seen, and the most
+    stage is free; ``twins``: the passes that are the second of an instruction whose first is
+    the pass before. Returns per pass (landed rows by slot, error), the ARs seen, and the most
     passes whose bursts were in flight at once."""
     rng = random.Random(seed)
     dut = GlobalFetch(p)
@@ -48,7 +49,11 @@ def _run(p, passes, image, *, resp=None, seed=0, take_p=0.7, answer_p=0.6):
     got = {"rows": [{} for _ in passes], "ars": [], "error": [None] * len(passes), "max_in_flight": 0,
            "max_passes_in_flight": 0}
 
-    def present(ctx, port, addrs):
+    def present(ctx, port, k):
+        addrs = passes[k]
+        first = k + 1 in twins          # the first of an instruction's two passes
+        ctx.set(port.consts.lastpass, first or k in twins)
+        ctx.set(port.consts.final, not first)
         ctx.set(port.glob, 1)
         ctx.set(port.consts.used, (1 << len(addrs)) - 1)
         ctx.set(port.consts.lastwin, (len(addrs) - 1) // p.window)
@@ -69,11 +74,11 @@ def _run(p, passes, image, *, resp=None, seed=0, take_p=0.7, answer_p=0.6):
             # offered, and taken once the stage is free (not at once)
             enter = entered < len(passes) and ctx.get(dut.room) and rng.random() < 0.7
             if entered < len(passes):
-                present(ctx, dut.enter_pass, passes[entered])
+                present(ctx, dut.enter_pass, entered)
             ctx.set(dut.enter, enter)
             take = taken < entered and ctx.get(dut.free) and rng.random() < take_p
             if taken < len(passes):
-                present(ctx, dut.take.pass_, passes[taken])
+                present(ctx, dut.take.pass_, taken)
             ctx.set(dut.take.offered, taken < entered)
             ctx.set(dut.take.ok, take)
             # ... and answers a random burst's next beat
@@ -88,7 +93,8 @@ def _run(p, passes, image, *, resp=None, seed=0, take_p=0.7, answer_p=0.6):
             if ctx.get(axi.arvalid) and ctx.get(axi.arready):
                 ar = {k: ctx.get(getattr(axi, k)) for k in ("arid", "araddr", "arlen", "arsize", "arburst")}
                 got["ars"].append(ar)
-                code = AxiResp.OKAY if resp is None else resp(len(got["ars"]) - 1)
+                code = (resp_at(ar) if resp_at else
+                        AxiResp.OKAY if resp is None else resp(len(got["ars"]) - 1))
                 owner = next(k for k, addrs in enumerate(passes) if ar["araddr"] // lb in {a // lb for a in addrs})
                 assert owner < entered, f"burst {ar} for a pass not yet entered"
                 bursts.append([ar["arid"], ar["araddr"], ar["arlen"] + 1, code, owner])
@@ -175,6 +181,42 @@ def test_the_passes_queued_behind_are_fetched_one_per_context(contexts):
     for k, addrs in enumerate(passes):
         assert got["rows"][k] == {s: _row(image, a) for s, a in enumerate(addrs)}
     assert got["max_passes_in_flight"] == contexts
+
+
+def _two_passes(base, stride):
+    """A 64-chunk fragment's two passes, rows of ``stride`` bytes of four 16-byte chunks: rows
+    0-7, then rows 8-15."""
+    return [[base + r * stride + 16 * c for r in range(8 * h, 8 * h + 8) for c in range(4)] for h in range(2)]
+
+
+@pytest.mark.parametrize("contexts", [2, 8])
+def test_a_line_both_passes_touch_is_read_once(contexts):
+    """Rows of 64 bytes starting 32 bytes into a line: row 7's second half and row 8's first
+    share a line, which the first pass reads for both. A lone pass after them, sharing a line
+    with the second, is no twin: it reads its own."""
+    p = Params(axi_contexts=contexts, tmem_columns=0)
+    image = np.random.default_rng(11).integers(0, 256, GMEM, dtype=np.uint8)
+    pairs = [_two_passes(4096 * k + 32, 64) for k in range(3)]
+    lone = [4096 * 2 + 32 + 15 * 64 + 16 * c for c in range(4)] * 8
+    passes = [x for pair in pairs for x in pair] + [lone]
+    got = _run(p, passes, image, seed=contexts, twins=(1, 3, 5))
+    assert got["error"] == [Error.NONE] * len(passes)
+    for k, addrs in enumerate(passes):
+        assert got["rows"][k] == {s: _row(image, a) for s, a in enumerate(addrs)}
+    lines = [ar["araddr"] // 64 + j for ar in got["ars"] for j in range(ar["arlen"] + 1)]
+    pair_lines = sorted({a // 64 for pair in pairs for x in pair for a in x})
+    assert sorted(lines) == sorted(pair_lines + [lone[0] // 64, lone[0] // 64 + 1])
+
+
+def test_a_refused_shared_line_refuses_both_passes():
+    p = Params(tmem_columns=0)
+    image = np.zeros(GMEM, dtype=np.uint8)
+    passes = _two_passes(32, 64) + _two_passes(8192 + 32, 64)
+    shared = 32 // 64 + 8            # the line of row 7's end and row 8's start
+    got = _run(p, passes, image, twins=(1, 3), resp=None, seed=5,
+               resp_at=lambda ar: AxiResp.SLVERR if ar["araddr"] // 64 <= shared < ar["araddr"] // 64 + ar["arlen"] + 1
+               else AxiResp.OKAY)
+    assert got["error"] == [Error.SLVERR, Error.SLVERR, Error.NONE, Error.NONE]
 
 
 @pytest.mark.parametrize("code,error", [(AxiResp.SLVERR, Error.SLVERR), (AxiResp.DECERR, Error.DECERR)])
