@@ -32,8 +32,9 @@ class FetchRows(wiring.Component):
 
     A read beat is written in the cycle it moves: every used slot of its context whose row lies
     in its line and is not yet in takes its row (a chunk in the upper half of its row, an
-    8-byte line, stored with its halves swapped, as it lands), one slot per memory a cycle, the
-    lowest window first. A beat whose rows go to distinct memories is done in that cycle, so the port
+    8-byte line, stored with its halves swapped, as it lands), and so does every slot its twin
+    (the next context, :class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`) borrowed; one slot
+    per memory a cycle, the lowest window first, the context's before the twin's. A beat whose rows go to distinct memories is done in that cycle, so the port
     takes a beat a clock; one that feeds two slots of one memory is held in a register and
     finished from there, a cycle more for each, while ``rready`` (a register's output: no path
     from the channel's inputs to it) is low.
@@ -48,14 +49,16 @@ class FetchRows(wiring.Component):
         The read channel's beat, and the line and context its id names.
     rready : Out(1)
         The read channel's ready: the beat moves this cycle.
-    used, got : In(lanes).array(2)
+    used, got : In(lanes).array(axi_contexts)
         Each context's slots, and those already in.
-    line : In(line index).array(2, lanes)
+    twin, borrowed : In
+        Whether a context is its predecessor's twin, and the slots that predecessor fetches.
+    line : In(line index).array(axi_contexts, lanes)
         Each slot's data-width line; ``row``: its row in the line; ``upper``: its chunk starts
         in the upper half of the row.
-    filling, filled, fill_ctx, fill_resp : Out
+    filling, filled, fill_twin, fill_ctx, fill_resp : Out
         A beat is written this cycle (``filling``) into the slots ``filled`` of context
-        ``fill_ctx``; its response.
+        ``fill_ctx`` and ``fill_twin`` of its twin; its response.
     cur, win : In
         The window to read for landing.
     rows : Out(ROW_BITS).array(window)
