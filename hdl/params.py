@@ -198,7 +198,8 @@ class Params:
 
     @property
     def pass_queue_depth(self) -> int:
-        """Passes the pass queue holds: one per global context beside the served one, at least 2."""
+        """Passes the pass queue holds: as many as the global port's contexts (the served pass
+        has left the queue, so all but one of them can be queued behind it), at least 2."""
         return max(2, self.axi_contexts) if self.global_port else 2
 
     @property

@@ -421,8 +421,9 @@ def _write(out: Path, flow: str, rows: list) -> None:
 #: the FPGA flow's blocks (the default run) and a rough run time (s) each, for scheduling
 FPGA_BLOCKS = {"scheduler": 90, "crossbar": 120, "decompress": 60, "shuffle": 300, "store_shuffle": 120,
                "fetch": 900, "copy": 300, "unit": 1200, "tmem_quadrant_1bank": 900}
-#: blocks that do not fit the ECP5-85k (a two-bank quadrant, the unit with four): outside the
-#: default run, which they would lengthen by half an hour for a "does not fit"
+#: blocks outside the default run: those that do not fit the ECP5-85k (a two-bank quadrant, the
+#: unit with four), which would lengthen it by half an hour for a "does not fit", and the
+#: global fetch stage built to hide a long memory latency
 FPGA_MORE = {"tmem_quadrant": 400, "unit_tmem": 2400, "fetch_deep": 1800}
 
 

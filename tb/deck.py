@@ -92,8 +92,8 @@ def global_wmma(rng: random.Random, mem: np.ndarray, gmem: np.ndarray, smem_byte
     addr = (p.shared_window_base if in_shared else GMEM_AT) + off
     name = f"{sh.form} ({'generic shared' if in_shared else 'global'})"
     exp = {"form": name, "family": "wmma.load generic shared" if in_shared else "wmma.load global"}
-    # refusals often enough that each form meets each of them at every level in a million
-    # instructions (a generic shared matrix can only be misaligned)
+    # refusals often enough that nearly every form meets each of them at every level in a
+    # million instructions (a generic shared matrix can only be misaligned)
     how = rng.random() / (REFUSE_SHARED if in_shared else REFUSE_GLOBAL)
     code = None
     if how < 1:
