@@ -220,8 +220,8 @@ class ShuffleSpec(Elaboratable):
     own table, so a pair the network gets wrong still fails.
     """
 
-    def __init__(self, forms_=None, blocks=4):
-        self.forms, self.blocks = forms_, blocks
+    def __init__(self, forms_=None, blocks=None):
+        self.forms, self.blocks = forms_, blocks or Params().row_blocks
 
     def elaborate(self, platform):
         m = Module()
@@ -528,8 +528,7 @@ SPECS = {
     "completion": (lambda: SchedulerCompletion(), "bmc", 10,
                    "8 rows finish within 8 cycles; after that nothing changes"),
     "decompress": (lambda: DecompressorSpec(), "prove", 1, "combinational"),
-    "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input (h200 ring)"),
-    "shuffle_packed": (lambda: ShuffleSpec(blocks=8), "bmc", 1, "combinational (the packed ring)"),
+    "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input (the ring of both policies)"),
     "store_shuffle": (lambda: StoreShuffleSpec(), "prove", 1, "combinational"),
     "write_select": (lambda: WriteSelect(), "bmc", 10,
                      "from a take, a window's 8 rows are written within 8 steps (and idle steps "
@@ -543,7 +542,7 @@ SPECS = {
                    "induction over the queue's state, with its invariants asserted"),
     "pass_queue_cover": (lambda: PassQueueOrder(), "cover", 12, "three passes through and a full queue"),
     "ring": (lambda: RingRule(), "prove", 3, "induction: the go-ahead register and the release invariant"),
-    "ring_packed": (lambda: RingRule("packed"), "prove", 3, "the packed ring (8 blocks, whole-pass windows)"),
+    "ring_packed": (lambda: RingRule("packed"), "prove", 3, "the packed ring (whole-pass windows)"),
     "ring_cover": (lambda: RingRule(), "cover", 8, "a window served while another entry reads"),
     "broken_ring": (_broken_ring, "prove", 3, "must FAIL"),
     "broken_pass_queue": (_broken_queue, "prove", 3, "must FAIL"),

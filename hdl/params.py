@@ -271,12 +271,13 @@ class Params:
 
     @property
     def row_blocks(self) -> int:
-        """Blocks of 8 row slots in the load row buffer (a ring): one instruction's 32 slots
-        under ``"h200"``, whose beats release blocks while the next instruction fills them
-        window by window; twice that under ``"packed"``, whose window is a whole
-        instruction (two instructions alternate halves)."""
-        per = self.lanes // GROUP_ROWS
-        return per if self.window == GROUP_ROWS else 2 * per
+        """Blocks of 8 row slots in the load row buffer (a ring): two passes' 32 slots, so that
+        the bank stage fills the next pass while the head's beats still read the last. With
+        one pass's worth, a pass whose every beat reads all of its blocks (a wmma.load
+        accumulator: each register of an ``.f64`` fragment, or of either half of a 1 KiB one,
+        spans all its rows) would keep the banks idle until its last beat, slower than the
+        H200 issues them (docs/log.md)."""
+        return 2 * self.pass_blocks
 
     @property
     def lines(self) -> int:

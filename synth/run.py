@@ -65,7 +65,7 @@ def blocks(policy: str):
         "crossbar": lambda: BankCrossbar(rows=p.window, quads=p.quads, line_bits=p.line_bits,
                                          pairs=p.window < p.lanes),
         "decompress": lambda: Decompressor(),
-        # the load shuffle reads the policy's row-buffer ring (4 blocks: h200, 8: packed)
+        # the load shuffle reads the row-buffer ring (two passes' blocks)
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
         "unit": lambda: LoadStoreUnit(p),

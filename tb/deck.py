@@ -66,7 +66,7 @@ def rates(rng: random.Random) -> tuple[str, list[float]]:
 
 #: how often a global wmma.load is refused, for each of its four refusals; a generic one in
 #: the shared window, misaligned
-REFUSE_GLOBAL, REFUSE_SHARED = 0.06, 0.3
+REFUSE_GLOBAL, REFUSE_SHARED = 0.09, 0.5
 
 
 def global_wmma(rng: random.Random, mem: np.ndarray, gmem: np.ndarray, smem_bytes: int, bank_cycles) -> tuple[dict, dict]:
@@ -83,7 +83,7 @@ def global_wmma(rng: random.Random, mem: np.ndarray, gmem: np.ndarray, smem_byte
     stride = inf.least + inf.stride_grain * rng.choice([0, 0, 1, 3])
     span = (inf.lines - 1) * stride * inf.bits // 8 + inf.line_bytes
     space = rng.choice([Space.GLOBAL, Space.GLOBAL, Space.GENERIC])
-    in_shared = space == Space.GENERIC and rng.random() < 0.4 and span <= smem_bytes
+    in_shared = space == Space.GENERIC and rng.random() < 0.5 and span <= smem_bytes
     limit = smem_bytes if in_shared else GLOBAL_IMAGE
     while span > limit:
         stride = inf.least
@@ -168,7 +168,9 @@ def copy_job(rng: random.Random, mem: np.ndarray, tm: np.ndarray, cols: int) -> 
     elif r < 0.07:
         taddr = (32 << 16) | (taddr & 0xFFFF)                    # past lane 127 for most forms
     elif r < 0.09:
-        desc = descriptor.encode(smem_bytes - pattern, lbo, sbo, code)    # reads past shared memory
+        # reads past shared memory: its second row (swizzled) or chunk starts there, whatever the
+        # shape (a .4x256b copy reads 128 bytes, less than a swizzle pattern)
+        desc = descriptor.encode(smem_bytes - (32 if code else 16), lbo, sbo, code)
     elif r < 0.11:
         taddr = (taddr & ~0xFFFF) | cols                         # columns past the allocation
     exp = {"form": re.sub(r"\.cta_group::\d", "", ins.form), "family": "tcgen05.cp"}

@@ -24,14 +24,14 @@ def _take(ctx, dut, *, tail, blocks, align=0, load=1, err=Error.NONE):
 
 
 def test_loads_take_the_next_aligned_blocks():
-    dut = RowRing(Params())             # h200: a ring of 4 blocks
+    dut = RowRing(Params())             # a ring of 8 blocks
     # (blocks, align, error) of successive passes -> the first block each gets
     passes = [(1, 0, Error.NONE), (2, 1, Error.NONE), (1, 0, Error.STRIDE), (1, 0, Error.NONE),
               (4, 3, Error.NONE), (1, 0, Error.NONE)]
-    # alloc 0 -> 0 (alloc 1); 1 rounded up to 2 -> 2 (alloc 0); a refused pass leaves alloc at 0
-    # (start 0 shown, nothing taken); 0 -> 0 (alloc 1); 1 rounded up to 4 = 0 mod 4 -> 0
-    # (alloc 0); 0 -> 0
-    expect = [0, 2, 0, 0, 0, 0]
+    # alloc 0 -> 0 (alloc 1); 1 rounded up to 2 -> 2 (alloc 4); a refused pass leaves alloc at 4
+    # (start 4 shown, nothing taken); 4 -> 4 (alloc 5); 5 rounded up to 8 = 0 mod 8 -> 0
+    # (alloc 4); 4 -> 4
+    expect = [0, 2, 4, 4, 0, 4]
     starts = []
 
     async def bench(ctx):
@@ -78,7 +78,8 @@ def test_the_go_ahead_waits_for_the_heads_reads():
 
 def test_a_waiting_entry_blocks_the_window_until_it_is_head():
     """The head (entry 0) reads nothing more; entry 1 waits, filled, in block 1; the bank stage
-    fills entry 2 whose window is block 1: blocked until entry 1 is the head and releases."""
+    fills entry 2, whose window comes round the ring to block 1: blocked until entry 1 is the
+    head and releases."""
     dut = RowRing(Params())
     seen = []
 
@@ -95,8 +96,8 @@ def test_a_waiting_entry_blocks_the_window_until_it_is_head():
         ctx.set(dut.take.ok, 0)
         ctx.set(dut.fill_buf, 2)
         seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))     # block 2
-        ctx.set(dut.advance, 1)                 # the window moves on to blocks 3, 0, 1
-        for _ in range(3):
+        ctx.set(dut.advance, 1)                 # the window moves on round the ring to block 1
+        for _ in range(dut.params.row_blocks - 1):
             await ctx.tick()
             seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
         ctx.set(dut.advance, 0)
@@ -117,7 +118,8 @@ def test_a_waiting_entry_blocks_the_window_until_it_is_head():
         seen.append((ctx.get(dut.window), ctx.get(dut.blocked)))
 
     simulate(dut, bench)
-    # blocks 2, 3: nobody's; 0: the head's, which reads nothing more; 1: the waiting entry's;
-    # then the same block while entry 1, now the head, still reads it; free a cycle after
-    assert seen == [(0b0100, 0), (0b1000, 0), (0b0001, 0), (0b0010, 1),
-                    (0b0010, 1), (0b0010, 1), (0b0010, 0)]
+    # blocks 2 to the last: nobody's; 0: the head's, which reads nothing more; 1: the waiting
+    # entry's; then the same block while entry 1, now the head, still reads it; free a cycle after
+    nb = dut.params.row_blocks
+    assert seen == ([(1 << b, 0) for b in range(2, nb)] + [(0b0001, 0), (0b0010, 1)]
+                    + [(0b0010, 1), (0b0010, 1), (0b0010, 0)])

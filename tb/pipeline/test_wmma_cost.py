@@ -122,3 +122,22 @@ def test_every_measured_case_through_the_rtl():
              for r, g in zip(COST, got)
              if g["error"] or g["cycles"] != model.wavefronts(r["instr"], r["offset"], stride=r["stride"])]
     assert not wrong, f"{len(wrong)} cases differ, first {wrong[:5]}"
+
+
+def test_back_to_back_no_slower_than_the_h200():
+    """Every measured accumulator form and stride at offset 0, 16 back to back (h200): the
+    unit's clocks per instruction are at most the H200's measured ones (5 % + 0.3 clk). Each
+    register of these fragments reads every row of its pass, so a row buffer of one pass's
+    blocks kept the banks idle until the pass's last beat (up to 2.2 times the H200's clocks)."""
+    cases = [r for r in COST if r["offset"] == 0 and ".c." in r["instr"]]
+    jobs = [{"burst": [{"form": forms.form_id(ptx.parse(r["instr"], "sm_90a")), "addr": 0,
+                        "stride": r["stride"]}] * 16} for r in cases]
+    results, _ = run_jobs(jobs, sim="verilator")
+    slower = []
+    for r, res in zip(cases, results):
+        b = res["burst"]
+        assert not any(x["error"] for x in b)
+        cpi = (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
+        if cpi > 1.05 * r["cpi"] + 0.3:
+            slower.append((r["instr"], r["stride"], cpi, r["cpi"]))
+    assert len(cases) > 200 and not slower, f"{len(slower)} of {len(cases)} slower, first {slower[:3]}"
