@@ -1,4 +1,4 @@
-"""The native test bench: the unit's Verilog and ``native/harness.cpp`` compiled by Verilator into
+"""The native test bench: the unit's Verilog and ``native_harness.cpp`` compiled by Verilator into
 one program, driven through a pipe. It runs the jobs of :func:`tensorlsu.cosim.runner.run_jobs`
 (the same job dictionaries, the same results) with no Python between clock edges: the host packs
 each job into commands, the program drives the ports (idle and back-pressure drawn from its own
@@ -31,9 +31,9 @@ from .layout import GMEM_BYTES, Layout
 
 __all__ = ["AxiMemory", "NativeBench", "verilator_bin"]
 
-HARNESS = Path(__file__).resolve().parent / "native" / "harness.cpp"
+HARNESS = Path(__file__).resolve().parent / "native_harness.cpp"
 
-# commands (harness.cpp)
+# commands (native_harness.cpp)
 OP_END, OP_CONFIG, OP_RESET, OP_SMEM_SIZE, OP_PUT, OP_DUMP, OP_STREAMS, OP_GMEM_WRITE, OP_RATES = range(9)
 #: port groups: the shared-memory path, quadrants 0 … 3, the copy port
 SHARED, COPY = 0, 5
