@@ -186,6 +186,11 @@ class LoadStoreUnit(wiring.Component):
         m.d.comb += [take.stages_free.eq(Cat(*[s.free for s in stages]).all()),
                      ring.fill_buf.eq(progress.buf),
                      ring.advance.eq(Cat(*[s.advance for s in stages]).any())]
+        if p.pair_passes:
+            wiring.connect(m, passq.second, take.second)
+            m.d.comb += [take.second_free.eq(result.second_free), take.second_tail.eq(result.second_tail),
+                         take.second_start.eq(ring.second_start), bank.second_blocked.eq(ring.second_blocked),
+                         ring.second_buf.eq(progress.second_buf)]
         # fill, dump and a copy run while nothing is in flight; they hold the instruction port
         quiet = Signal()
         m.d.comb += quiet.eq(~accept.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &

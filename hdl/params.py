@@ -270,14 +270,35 @@ class Params:
         return (self.smem_bytes - 1).bit_length()
 
     @property
+    def pair_passes(self) -> bool:
+        """The bank stage serves the two passes of a two-pass wmma.load together (``"packed"``):
+        the second's rows take the bank quads the first leaves free each cycle, so the fragment
+        pays its busiest quad once (:class:`~tensorlsu.hdl.smem.serve.BankStage`)."""
+        return self.schedule is Policy.PACKED
+
+    @property
+    def ring_passes(self) -> int:
+        """Passes the load row buffer holds: two, so that the bank stage fills the next pass
+        while the head's beats still read the last; four when passes are paired, so that a
+        1 KiB fragment's two fill while the last one's two are read. With one pass's worth, a
+        pass whose every beat reads all of its blocks (a wmma.load accumulator: each register of
+        an ``.f64`` fragment, or of either half of a 1 KiB one, spans all its rows) would keep
+        the banks idle until its last beat, slower than the H200 issues them (docs/log.md)."""
+        return 4 if self.pair_passes else 2
+
+    @property
     def row_blocks(self) -> int:
-        """Blocks of 8 row slots in the load row buffer (a ring): two passes' 32 slots, so that
-        the bank stage fills the next pass while the head's beats still read the last. With
-        one pass's worth, a pass whose every beat reads all of its blocks (a wmma.load
-        accumulator: each register of an ``.f64`` fragment, or of either half of a 1 KiB one,
-        spans all its rows) would keep the banks idle until its last beat, slower than the
-        H200 issues them (docs/log.md)."""
-        return 2 * self.pass_blocks
+        """Blocks of 8 row slots in the load row buffer (a ring of ``ring_passes`` passes)."""
+        return self.ring_passes * self.pass_blocks
+
+    @property
+    def entries(self) -> int:
+        """Result entries (:class:`~tensorlsu.hdl.pipeline.result.ResultStage`): one emitting,
+        one filled and waiting, one filling; with paired passes a pair filling behind a pair
+        emitting and waiting. An entry is taken only the cycle after its previous instruction
+        gave its last beat, so the take (and all of the bank stage) depends on no result
+        handshake of the same cycle."""
+        return 4 if self.pair_passes else 3
 
     @property
     def lines(self) -> int:

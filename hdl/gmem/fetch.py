@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import Params
-from ..pipeline.records import ENTRIES, ProgressSignature, TakeSignature, pass_layout
+from ..pipeline.records import ProgressSignature, TakeSignature, pass_layout
 from .axi import AxiSignature
 from .contexts import FetchContexts
 from .landing import FetchLanding
@@ -92,7 +92,7 @@ class GlobalFetch(wiring.Component):
         m.submodules.rows = rows = FetchRows(p)
         # the served pass (context `cur`: the contexts are served in ring order)
         valid, cur = Signal(name="g_valid"), Signal(range(p.axi_contexts), name="g_cur")
-        buf, start = Signal(range(ENTRIES), name="g_buf"), Signal(range(p.row_blocks), name="g_start")
+        buf, start = Signal(range(p.entries), name="g_buf"), Signal(range(p.row_blocks), name="g_start")
         lastwin = Signal(range(p.windows), name="g_lastwin")
         r_fire = axi.rvalid & axi.rready
         m.d.comb += [axi.rready.eq(rows.rready), axi.bready.eq(1), axi.arvalid.eq(req.arvalid),

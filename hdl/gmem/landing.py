@@ -11,7 +11,7 @@ from ..codes import Error
 from ..lib.mux import mux_tree
 from ..params import ROW_BITS, Params
 from ..pipeline.forms import BLOCK
-from ..pipeline.records import ENTRIES, ProgressSignature
+from ..pipeline.records import ProgressSignature
 
 __all__ = ["FetchLanding"]
 
@@ -53,7 +53,7 @@ class FetchLanding(wiring.Component):
         self.params = p = params
         R, C = p.lanes, p.axi_contexts
         super().__init__({
-            "valid": In(1), "cur": In(range(C)), "restart": In(1), "buf": In(range(ENTRIES)),
+            "valid": In(1), "cur": In(range(C)), "restart": In(1), "buf": In(range(p.entries)),
             "start": In(range(p.row_blocks)), "lastwin": In(range(p.windows)), "blocked": In(1),
             "used": In(R).array(C), "pending": In(R).array(C), "got": In(R).array(C), "err": In(Error).array(C),
             "rows": In(ROW_BITS).array(p.window), "win": Out(range(p.windows)), "inflight": In(1),

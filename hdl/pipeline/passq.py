@@ -34,6 +34,9 @@ class PassQueue(wiring.Component):
     push : In(stream.Signature(pass_layout(params)))
     pop : Out(stream.Signature(pass_layout(params)))
         The oldest pass (its payload is valid while ``pop.valid``).
+    second : Out(stream.Signature(pass_layout(params))), with paired passes
+        The pass behind the oldest; its ``ready`` (with ``pop.ready``) pops both, so that the
+        two passes of a pair leave together.
     hold : In(1)
         Take nothing this cycle (the global fetch stage has no free context).
     busy : Out(1)
@@ -46,7 +49,8 @@ class PassQueue(wiring.Component):
         self.params, self.depth = params, depth
         layout = pass_layout(params)
         super().__init__({"push": In(stream.Signature(layout)), "pop": Out(stream.Signature(layout)),
-                          "hold": In(1), "busy": Out(1)})
+                          "hold": In(1), "busy": Out(1),
+                          **({"second": Out(stream.Signature(layout))} if params.pair_passes else {})})
 
         # the queue's state, named here for the proof's invariants (formal/specs.py)
         self.state = {"entries": [Signal(layout, name=f"b{k}", reset_less=True) for k in range(depth)],
@@ -59,10 +63,16 @@ class PassQueue(wiring.Component):
         entries, valid, wp, rp = (self.state[k] for k in ("entries", "valid", "wp", "rp"))
         m.d.comb += [self.push.ready.eq(~valid.all() & ~self.hold), self.busy.eq(valid.any()),
                      self.pop.valid.eq(valid.bit_select(rp, 1))]
-        head = Signal(pass_layout(self.params), name="b_head")
-        m.d.comb += head.eq(mux_tree(rp, entries))
-        m.d.comb += [self.pop.payload.eq(head), self.pop.payload.ovl.eq(0),
-                     self.pop.payload.err.eq(Mux(head.ovl & (head.err == Error.NONE), Error.OVERLAP, head.err))]
+        outs = [(self.pop, rp, "b_head")]
+        if self.params.pair_passes:
+            rp2 = Signal.like(rp, name="b_rp2")
+            m.d.comb += [rp2.eq(rp + 1), self.second.valid.eq(valid.bit_select(rp2, 1))]
+            outs.append((self.second, rp2, "b_second"))
+        for out, ptr, name in outs:
+            head = Signal(pass_layout(self.params), name=name)
+            m.d.comb += head.eq(mux_tree(ptr, entries))
+            m.d.comb += [out.payload.eq(head), out.payload.ovl.eq(0),
+                         out.payload.err.eq(Mux(head.ovl & (head.err == Error.NONE), Error.OVERLAP, head.err))]
         set_, clr = Signal(n), Signal(n)
         with m.If(self.push.valid & self.push.ready):
             m.d.comb += set_.bit_select(wp, 1).eq(1)
@@ -74,5 +84,9 @@ class PassQueue(wiring.Component):
         with m.If(self.pop.valid & self.pop.ready):
             m.d.comb += clr.bit_select(rp, 1).eq(1)
             m.d.sync += rp.eq(rp + 1)
+            if self.params.pair_passes:
+                with m.If(self.second.ready):
+                    m.d.comb += clr.bit_select(rp2, 1).eq(1)
+                    m.d.sync += rp.eq(rp + 2)
         m.d.sync += valid.eq((valid & ~clr) | set_)
         return m

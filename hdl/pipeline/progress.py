@@ -19,7 +19,8 @@ class ProgressMerge(wiring.Component):
     The two stages never serve at once, but the fetch stage's last landing (registered) may
     come in the cycle the bank stage starts: rows landing come from the stage that lands them,
     the entry from the stage that is busy. Only the bank stage counts bank cycles; only the
-    fetch stage finishes with an error (a bus error).
+    fetch stage finishes with an error (a bus error); only the bank stage pairs passes (the
+    ``second_`` members are its own).
 
     Combinational (latency 0).
 
@@ -48,4 +49,8 @@ class ProgressMerge(wiring.Component):
                      out.land.eq(Mux(f_lands, f.land, b.land))]
         m.d.comb += [out.land_rows[j].eq(Mux(f_lands, f.land_rows[j], b.land_rows[j]))
                      for j in range(len(out.land_rows))]
+        if self.params.pair_passes:
+            m.d.comb += [getattr(out, k).eq(getattr(b, k)) for k in ("second_buf", "second_count",
+                                                                      "second_finished", "second_land")]
+            m.d.comb += [out.second_land_rows[j].eq(b.second_land_rows[j]) for j in range(len(out.land_rows))]
         return m

@@ -22,7 +22,7 @@ from . import forms
 from .forms import BLOCK
 
 __all__ = ["FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "instr_layout",
-           "result_layout", "fill_layout", "consts_layout", "pass_layout", "PER_PASS", "ENTRIES",
+           "result_layout", "fill_layout", "consts_layout", "pass_layout", "PER_PASS",
            "land_layout", "ProgressSignature", "TakeSignature", "EntriesSignature"]
 
 #: Width of the form-id field of an instruction.
@@ -93,19 +93,12 @@ def pass_layout(p: Params) -> data.StructLayout:
                               "addr": data.ArrayLayout(unsigned(p.pass_addr_bits), p.lanes)})
 
 
-#: Instruction entries in flight after the pass queue: one emitting its result beats, one
-#: filled and waiting, one filling. An entry is taken only the cycle after its previous
-#: instruction gave its last beat, so the take (and all of the bank stage) depends on no
-#: result handshake of the same cycle.
-ENTRIES = 3
-
-
 def land_layout(p: Params) -> data.StructLayout:
     """Rows landing in the row buffer this cycle (read from the banks a cycle ago): the
     window's slots that land, which window of the pass it is, the entry it belongs to and
     the window's first ring block."""
     return data.StructLayout({"slots": unsigned(p.window), "win": range(p.windows),
-                              "buf": range(ENTRIES), "first": range(p.row_blocks)})
+                              "buf": range(p.entries), "first": range(p.row_blocks)})
 
 
 class ProgressSignature(wiring.Signature):
@@ -116,14 +109,21 @@ class ProgressSignature(wiring.Signature):
     written, and the pass's ``cost`` is spent): its last beat may leave; ``error``, with
     ``finished``: the pass is refused after all (a global read's bus error);
     ``land`` / ``land_rows``: rows landing in the row buffer (:func:`land_layout`).
+
+    With paired passes (:attr:`~tensorlsu.hdl.params.Params.pair_passes`) the same again for
+    the second pass of a pair, prefixed ``second_`` (``second_count``: the banks worked for it
+    and not for the first, so that the pair's counts add up to the cycles it took).
     """
 
     def __init__(self, p: Params):
-        super().__init__({"buf": Out(range(ENTRIES)), "count": Out(1), "finished": Out(1),
-                          "error": Out(Error),
-                          "land": Out(land_layout(p)),
-                          # one signal per slot: each row wakes only its own slots' logic
-                          "land_rows": Out(unsigned(ROW_BITS)).array(p.window)})
+        one = {"buf": Out(range(p.entries)), "count": Out(1), "finished": Out(1),
+               "land": Out(land_layout(p)),
+               # one signal per slot: each row wakes only its own slots' logic
+               "land_rows": Out(unsigned(ROW_BITS)).array(p.window)}
+        members = {**one, "error": Out(Error)}
+        if p.pair_passes:
+            members.update({f"second_{k}": v for k, v in one.items()})
+        super().__init__(members)
 
 
 class TakeSignature(wiring.Signature):
@@ -132,12 +132,20 @@ class TakeSignature(wiring.Signature):
     ``offered``: the queue holds a pass, ``pass_`` (valid while ``offered``); ``free``: entry
     ``tail`` is free; ``take``: the pass leaves (into entry ``tail``); ``ok``: ... and the bank
     stage serves it (it was not refused); ``start``: the first ring block of its slots.
+
+    With paired passes (:attr:`~tensorlsu.hdl.params.Params.pair_passes`), ``pair``: the pass
+    is the first of a pair and leaves with the second, ``second_pass``, into entry
+    ``second_tail`` (the one after ``tail``) at ring block ``second_start``.
     """
 
     def __init__(self, p: Params):
-        super().__init__({"offered": Out(1), "pass_": Out(pass_layout(p)), "free": Out(1),
-                          "tail": Out(range(ENTRIES)), "take": Out(1), "ok": Out(1),
-                          "start": Out(range(p.row_blocks))})
+        members = {"offered": Out(1), "pass_": Out(pass_layout(p)), "free": Out(1),
+                   "tail": Out(range(p.entries)), "take": Out(1), "ok": Out(1),
+                   "start": Out(range(p.row_blocks))}
+        if p.pair_passes:
+            members.update({"pair": Out(1), "second_pass": Out(pass_layout(p)),
+                            "second_tail": Out(range(p.entries)), "second_start": Out(range(p.row_blocks))})
+        super().__init__(members)
 
 
 class EntriesSignature(wiring.Signature):
@@ -152,6 +160,6 @@ class EntriesSignature(wiring.Signature):
     """
 
     def __init__(self, p: Params):
-        super().__init__({"head": Out(range(ENTRIES)), "head_next": Out(range(ENTRIES)),
-                          "valid": Out(ENTRIES), "valid_next": Out(ENTRIES), "end": Out(1),
+        super().__init__({"head": Out(range(p.entries)), "head_next": Out(range(p.entries)),
+                          "valid": Out(p.entries), "valid_next": Out(p.entries), "end": Out(1),
                           "reading": Out(p.row_blocks)})

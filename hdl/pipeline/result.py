@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
+
 from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -12,7 +15,6 @@ from . import forms
 from .forms import BLOCK
 from .records import (
     CYCLE_BITS,
-    ENTRIES,
     FORM_BITS,
     EntriesSignature,
     ProgressSignature,
@@ -34,7 +36,7 @@ def entry_layout(p: Params) -> data.StructLayout:
 
 
 class ResultStage(wiring.Component):
-    """Result stage, prefix ``e_``: ``ENTRIES`` instruction entries in order (one emitting,
+    """Result stage, prefix ``e_``: ``Params.entries`` instruction entries in order (one emitting,
     one filled and waiting, one filling), the load row buffer, and the result beats of the
     oldest entry (the head), through the fragment shuffle
     (:class:`~tensorlsu.hdl.pipeline.shuffle.LoadShuffle`).
@@ -65,8 +67,10 @@ class ResultStage(wiring.Component):
         The bank stage's progress on the entry it fills.
     result : Out(stream.Signature(result_layout(params)))
         The unit's result port.
-    tail : Out(range(ENTRIES))
+    tail : Out(range(entries))
         The entry the next take fills; ``free``: it is free.
+    second_tail, second_free : with paired passes, the entry after ``tail``, and whether it is
+        free (a pair takes both).
     entries : Out(EntriesSignature(params))
         The entries as the ring sees them: head, live entries, their next values, the
         head's last beat, the ring blocks its beats still read.
@@ -77,48 +81,59 @@ class ResultStage(wiring.Component):
         super().__init__({
             "take": In(TakeSignature(p)), "progress": In(ProgressSignature(p)),
             "result": Out(stream.Signature(result_layout(p))),
-            "tail": Out(range(ENTRIES)), "free": Out(1), "entries": Out(EntriesSignature(p))})
+            "tail": Out(range(p.entries)), "free": Out(1), "entries": Out(EntriesSignature(p)),
+            **({"second_tail": Out(range(p.entries)), "second_free": Out(1)} if p.pair_passes else {})})
 
-    @staticmethod
-    def after(b):
+    def after(self, b):
         """The entry after ``b``, in order."""
-        return Mux(b == ENTRIES - 1, 0, b + 1)
+        return Mux(b == self.params.entries - 1, 0, b + 1)
 
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        R, NB = p.lanes, p.row_blocks
-        self._entries = e = [Signal(entry_layout(p), name=f"e{b}") for b in range(ENTRIES)]
+        R, NB, E = p.lanes, p.row_blocks, p.entries
+        self._entries = e = [Signal(entry_layout(p), name=f"e{b}") for b in range(E)]
         # the slots the entry's next beat reads, and the ring blocks its beats read from the
         # next one on: set from the pass's constants at the take, then one beat ahead
-        self._need = [Signal(R, name=f"e{b}_need") for b in range(ENTRIES)]
-        self._rest = [Signal(R // BLOCK, name=f"e{b}_rest") for b in range(ENTRIES)]
-        self._landed = [Signal(R, name=f"e{b}_landed") for b in range(ENTRIES)]
-        self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(ENTRIES)]
-        self._finished = Signal(ENTRIES, name="e_finished")
+        self._need = [Signal(R, name=f"e{b}_need") for b in range(E)]
+        self._rest = [Signal(R // BLOCK, name=f"e{b}_rest") for b in range(E)]
+        self._landed = [Signal(R, name=f"e{b}_landed") for b in range(E)]
+        self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(E)]
+        self._finished = Signal(E, name="e_finished")
         # refused by a bus error: the entry is one pass of its instruction, not all of it
-        self._bus_err = Signal(ENTRIES, name="e_bus_err")
+        self._bus_err = Signal(E, name="e_bus_err")
         rowbuf = [Signal(ROW_BITS, name=f"e_row{i}", reset_less=True) for i in range(BLOCK * NB)]
-        valid, head, tail = Signal(ENTRIES, name="e_valid"), Signal(range(ENTRIES), name="e_head"), \
-            Signal(range(ENTRIES), name="e_tail")
-        e_set, e_clr = Signal(ENTRIES), Signal(ENTRIES)
+        valid, head, tail = Signal(E, name="e_valid"), Signal(range(E), name="e_head"), \
+            Signal(range(E), name="e_tail")
+        e_set, e_clr = Signal(E), Signal(E)
         m.d.comb += [self.entries.valid.eq(valid), self.entries.head.eq(head), self.tail.eq(tail),
                      self.free.eq(~valid.bit_select(tail, 1))]
         self._progress(m, rowbuf)
         tk = self.take
-        with m.If(tk.take):
-            m.d.comb += e_set.bit_select(tail, 1).eq(1)
+        takes = [(tk.take, tail, tk.pass_, tk.start)]
+        if p.pair_passes:
+            # a pair's second pass, into the entry after the first's
+            second = Signal(range(E), name="e_second")
+            m.d.comb += [second.eq(self.after(tail)), self.second_tail.eq(second),
+                         self.second_free.eq(~valid.bit_select(second, 1))]
+            takes.append((tk.pair, second, tk.second_pass, tk.second_start))
+            with m.If(tk.pair):
+                m.d.sync += tail.eq(self.after(second))
+        for took, at, pass_, start in takes:
+            with m.If(took):
+                m.d.comb += e_set.bit_select(at, 1).eq(1)
+                c = pass_.consts
+                with m.Switch(at):
+                    for b in range(E):
+                        with m.Case(b):
+                            m.d.sync += [e[b].form.eq(pass_.form), e[b].err.eq(pass_.err),
+                                         e[b].start.eq(start), self._landed[b].eq(0), self._cycles[b].eq(0),
+                                         self._finished[b].eq(0), self._bus_err[b].eq(0),
+                                         self._need[b].eq(c.need0), self._rest[b].eq(c.rest0)]
+                            m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
+                                         for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
+        with m.If(tk.take & ~tk.pair if p.pair_passes else tk.take):
             m.d.sync += tail.eq(self.after(tail))
-            c = tk.pass_.consts
-            with m.Switch(tail):
-                for b in range(ENTRIES):
-                    with m.Case(b):
-                        m.d.sync += [e[b].form.eq(tk.pass_.form), e[b].err.eq(tk.pass_.err),
-                                     e[b].start.eq(tk.start), self._landed[b].eq(0), self._cycles[b].eq(0),
-                                     self._finished[b].eq(0), self._bus_err[b].eq(0), self._need[b].eq(c.need0),
-                                     self._rest[b].eq(c.rest0)]
-                        m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
-                                     for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
         self._beats(m, rowbuf, valid, head, e_clr)
         m.d.comb += [self.entries.end.eq(e_clr.any()),
                      self.entries.head_next.eq(Mux(self.entries.end, self.after(head), head)),
@@ -127,37 +142,45 @@ class ResultStage(wiring.Component):
         return m
 
     def _progress(self, m, rowbuf):
-        """The bank stage's progress: bank cycles, landed rows, written stores."""
+        """The bank stage's progress: bank cycles, landed rows, written stores (with paired
+        passes, of both passes of a pair: their entries and ring blocks differ)."""
         p, pr = self.params, self.progress
-        W, NB = p.window, p.row_blocks
-        with m.If(pr.count):
-            with m.Switch(pr.buf):
-                for b in range(ENTRIES):
-                    with m.Case(b):
-                        m.d.sync += self._cycles[b].eq(self._cycles[b] + 1)
-        land_all = Signal(p.lanes)      # the landing slots, at their place in the pass
-        with m.Switch(pr.land.win):
-            for w in range(p.windows):
-                with m.Case(w):
-                    m.d.comb += land_all.eq(pr.land.slots << (w * W))
-        for j in range(W):
-            # windows start at multiples of W // BLOCK blocks (packed: a ring half)
-            for first in range(0, NB, W // BLOCK):
-                with m.If(pr.land.slots[j] & (pr.land.first == first)):
-                    m.d.sync += rowbuf[BLOCK * ((first + j // BLOCK) % NB) + j % BLOCK].eq(pr.land_rows[j])
-        with m.Switch(pr.land.buf):
-            for b in range(ENTRIES):
-                with m.Case(b):
-                    m.d.sync += self._landed[b].eq(self._landed[b] | land_all)
-        with m.If(pr.finished):
-            m.d.sync += self._finished.bit_select(pr.buf, 1).eq(1)
-            with m.If(pr.error != Error.NONE):
-                # refused after all (a global read's bus error): its beats give the error
-                m.d.sync += self._bus_err.bit_select(pr.buf, 1).eq(1)
-                with m.Switch(pr.buf):
-                    for b in range(ENTRIES):
+        W, NB, E = p.window, p.row_blocks, p.entries
+        sources = [("", pr.buf, pr.count, pr.land, pr.land_rows, pr.finished)]
+        if p.pair_passes:
+            sources.append(("second_", pr.second_buf, pr.second_count, pr.second_land, pr.second_land_rows,
+                            pr.second_finished))
+        landing = []                    # (entry, slots) of each source
+        for prefix, buf, count, land, land_rows, finished in sources:
+            with m.If(count):
+                with m.Switch(buf):
+                    for b in range(E):
                         with m.Case(b):
-                            m.d.sync += self._entries[b].err.eq(pr.error)
+                            m.d.sync += self._cycles[b].eq(self._cycles[b] + 1)
+            land_all = Signal(p.lanes, name=f"e_{prefix}land_all")  # the landing slots, at their place in the pass
+            with m.Switch(land.win):
+                for w in range(p.windows):
+                    with m.Case(w):
+                        m.d.comb += land_all.eq(land.slots << (w * W))
+            for j in range(W):
+                # windows start at multiples of W // BLOCK blocks (packed: a pass)
+                for first in range(0, NB, W // BLOCK):
+                    with m.If(land.slots[j] & (land.first == first)):
+                        m.d.sync += rowbuf[BLOCK * ((first + j // BLOCK) % NB) + j % BLOCK].eq(land_rows[j])
+            landing.append((land.buf, land_all))
+            with m.If(finished):
+                m.d.sync += self._finished.bit_select(buf, 1).eq(1)
+        # one statement per entry: both sources land in it (in different cycles)
+        for b in range(E):
+            m.d.sync += self._landed[b].eq(self._landed[b] | reduce(operator.or_, [Mux(buf == b, slots, 0)
+                                                                                 for buf, slots in landing]))
+        with m.If(pr.finished & (pr.error != Error.NONE)):
+            # refused after all (a global read's bus error): its beats give the error
+            m.d.sync += self._bus_err.bit_select(pr.buf, 1).eq(1)
+            with m.Switch(pr.buf):
+                for b in range(E):
+                    with m.Case(b):
+                        m.d.sync += self._entries[b].err.eq(pr.error)
 
     def _beats(self, m, rowbuf, valid, head, e_clr):
         """The head entry's result beats."""
@@ -167,7 +190,7 @@ class ResultStage(wiring.Component):
         h_landed, h_cycles = Signal(R, name="e_h_landed"), Signal(CYCLE_BITS, name="e_h_cycles")
         need, rest = Signal(R, name="e_h_need"), Signal(R // BLOCK, name="e_h_rest")
         with m.Switch(head):
-            for b in range(ENTRIES):
+            for b in range(p.entries):
                 with m.Case(b):
                     m.d.comb += [h.eq(self._entries[b]), h_landed.eq(self._landed[b]),
                                  h_cycles.eq(self._cycles[b]), need.eq(self._need[b]), rest.eq(self._rest[b])]
@@ -224,7 +247,7 @@ class ResultStage(wiring.Component):
             m.d.sync += beat.eq(beat + 1)
             with m.If(~entry_end):
                 with m.Switch(head):
-                    for b in range(ENTRIES):
+                    for b in range(p.entries):
                         with m.Case(b):
                             m.d.sync += [self._need[b].eq(need_next), self._rest[b].eq(rest_next)]
             with m.If(entry_end):

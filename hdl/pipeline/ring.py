@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 from ..codes import Error
 from ..params import Params
 from .forms import BLOCK
-from .records import ENTRIES, EntriesSignature, TakeSignature
+from .records import EntriesSignature, TakeSignature
 
 __all__ = ["RowRing"]
 
@@ -27,7 +27,8 @@ class RowRing(wiring.Component):
     unless its blocks are still read by another entry: the head, when the bank stage fills a
     later entry, by the beats it has not given yet, or a filled entry waiting behind the head.
     That is the ring rule: a served window never writes a block that a live entry's remaining
-    beats still read (formal/specs.py, ``RingRule``).
+    beats still read (formal/specs.py, ``RingRule``). With paired passes the second pass of a
+    pair has its own window (its whole pass) and go-ahead, by the same rule.
 
     Latency: ``blocked`` is a register, set from the next cycle's head, entries, bank-stage
     entry and window, and the head's release, so that the bank stage's loop (go-ahead →
@@ -42,12 +43,16 @@ class RowRing(wiring.Component):
         The first ring block of the pass ``take`` carries (valid for a load).
     entries : In(EntriesSignature(params))
         The result stage's entries (:class:`~tensorlsu.hdl.pipeline.result.ResultStage`).
-    fill_buf : In(range(ENTRIES))
+    fill_buf : In(range(entries))
         The entry the bank stage fills; ``advance``: it moves on to its next window.
     blocked : Out(1)
         The bank stage's current window may not be served this cycle.
     window : Out(row_blocks)
         The ring blocks of the bank stage's current window.
+    second_start : Out(range(row_blocks)), with paired passes
+        The first ring block of the second pass a pair take carries (``take.second_pass``).
+    second_buf, second_blocked, second_window : with paired passes, the entry, go-ahead and
+        window of the second pass of the pair the bank stage serves.
     """
 
     def __init__(self, params: Params):
@@ -56,11 +61,13 @@ class RowRing(wiring.Component):
         super().__init__({
             "take": In(TakeSignature(p)), "start": Out(range(NB)),
             "entries": In(EntriesSignature(p)),
-            "fill_buf": In(range(ENTRIES)), "advance": In(1),
-            "blocked": Out(1), "window": Out(NB)})
+            "fill_buf": In(range(p.entries)), "advance": In(1),
+            "blocked": Out(1), "window": Out(NB),
+            **({"second_start": Out(range(NB)), "second_buf": In(range(p.entries)), "second_blocked": Out(1),
+                "second_window": Out(NB)} if p.pair_passes else {})})
         # named here for the proof's invariants (formal/specs.py): each entry's ring blocks,
         # and the blocks the head still read as of the last cycle
-        self.state = {"blocks": [Signal(NB, name=f"r_blocks{b}") for b in range(ENTRIES)],
+        self.state = {"blocks": [Signal(NB, name=f"r_blocks{b}") for b in range(p.entries)],
                       "busy": Signal(NB, name="r_busy")}
 
     @staticmethod
@@ -68,8 +75,21 @@ class RowRing(wiring.Component):
         """The go-ahead rule: the window's blocks meet the blocks the head still reads
         (``busy``) or those of a waiting entry, while the bank stage fills a later entry."""
         waiting = reduce(operator.or_, [Mux(valid[b] & (head != b) & (fill_buf != b), blocks[b], 0)
-                                        for b in range(ENTRIES)])
+                                        for b in range(len(blocks))])
         return (head != fill_buf) & (window & (busy | waiting)).any()
+
+    def _place(self, m, start, c, name):
+        """The ring blocks a pass with constants ``c`` fills from block ``start``, and those of
+        its first window."""
+        p = self.params
+        NB, wb = p.row_blocks, p.window // BLOCK
+        blocks, window = Signal(NB, name=f"r_{name}_blocks"), Signal(NB, name=f"r_{name}_window")
+        m.d.comb += blocks.eq(Mux(c.load, Cat(*[
+            Cat(*[(k < c.blocks) & ((start + k)[:len(start)] == pb) for k in range(p.pass_blocks)]).any()
+            for pb in range(NB)]), 0))
+        m.d.comb += window.eq(Cat(*[Cat(*[(start + k)[:len(start)] == pb for k in range(wb)]).any()
+                                    for pb in range(NB)]))
+        return blocks, window
 
     def elaborate(self, platform):
         m = Module()
@@ -79,39 +99,55 @@ class RowRing(wiring.Component):
         c = tk.pass_.consts
         alloc = Signal(range(NB), name="r_alloc")   # the block after the last load's
         m.d.comb += self.start.eq((alloc + c.align) & ~c.align)
-        take_blocks = Signal(NB)        # the ring blocks the pass fills
-        m.d.comb += take_blocks.eq(Mux(c.load, Cat(*[
-            Cat(*[(k < c.blocks) & ((self.start + k)[:len(self.start)] == pb) for k in range(p.pass_blocks)]).any()
-            for pb in range(NB)]), 0))
-        take_window = Signal(NB)        # ... its first window's
-        m.d.comb += take_window.eq(Cat(*[Cat(*[(self.start + k)[:len(self.start)] == pb for k in range(wb)]).any()
-                                         for pb in range(NB)]))
+        take_blocks, take_window = self._place(m, self.start, c, "take")
         with m.If(tk.ok & c.load):
             m.d.sync += alloc.eq(self.start + c.blocks)
+        if p.pair_passes:
+            # the second pass of a pair taken with the first: the blocks after the first's
+            c2 = tk.second_pass.consts
+            m.d.comb += self.second_start.eq((self.start + c.blocks + c2.align) & ~c2.align)
+            second_blocks, second_take_window = self._place(m, self.second_start, c2, "second")
+            with m.If(tk.pair):
+                m.d.sync += alloc.eq(self.second_start + c2.blocks)
 
         blocks, busy = self.state["blocks"], self.state["busy"]
         nxt = Signal(NB)                    # the entry after the head's blocks
+        E = p.entries
         with m.Switch(self.entries.head):
-            for b in range(ENTRIES):
+            for b in range(E):
                 with m.Case(b):
-                    m.d.comb += nxt.eq(Mux(self.entries.valid[(b + 1) % ENTRIES], blocks[(b + 1) % ENTRIES], 0))
+                    m.d.comb += nxt.eq(Mux(self.entries.valid[(b + 1) % E], blocks[(b + 1) % E], 0))
         # The next state of every register the check reads: each register takes it, and the
         # check is made from it, so the go-ahead is a register too.
         fill_buf_n = Signal.like(self.fill_buf)
-        blocks_n = [Signal.like(blocks[b], name=f"r_blocks{b}_next") for b in range(ENTRIES)]
+        blocks_n = [Signal.like(blocks[b], name=f"r_blocks{b}_next") for b in range(E)]
         window_n = Signal(NB)
         busy_n = Signal(NB)
         m.d.comb += [fill_buf_n.eq(Mux(tk.ok, tk.tail, self.fill_buf)),
                      window_n.eq(Mux(tk.ok, take_window, Mux(self.advance, self.window.rotate_left(wb),
-                                                                self.window))),
+                                                               self.window))),
                      # after the head's last beat the next head may read all of its blocks
                      busy_n.eq(Mux(self.entries.end, nxt, self.entries.reading))]
-        m.d.comb += [blocks_n[b].eq(Mux(tk.take & (tk.tail == b),
-                                        Mux(tk.pass_.err == Error.NONE, take_blocks, 0), blocks[b]))
-                     for b in range(ENTRIES)]
+        for b in range(E):
+            took = Mux(tk.take & (tk.tail == b), Mux(tk.pass_.err == Error.NONE, take_blocks, 0), blocks[b])
+            if p.pair_passes:
+                took = Mux(tk.pair & (tk.second_tail == b), second_blocks, took)
+            m.d.comb += blocks_n[b].eq(took)
         window = Signal(NB, name="r_window")
         m.d.comb += self.window.eq(window)
-        m.d.sync += [window.eq(window_n), busy.eq(busy_n)] + [blocks[b].eq(blocks_n[b]) for b in range(ENTRIES)]
+        m.d.sync += [window.eq(window_n), busy.eq(busy_n)] + [blocks[b].eq(blocks_n[b]) for b in range(E)]
         m.d.sync += self.blocked.eq(self.check(self.entries.head_next, fill_buf_n, self.entries.valid_next,
                                                blocks_n, window_n, busy_n))
+        if p.pair_passes:
+            # the second pass of a pair: one window, its whole pass (the bank stage's window is
+            # a pass when passes are paired)
+            second_buf_n, second_window_n = Signal.like(self.second_buf), Signal(NB)
+            second_window = Signal(NB, name="r_second_window")
+            m.d.comb += [second_buf_n.eq(Mux(tk.pair, tk.second_tail, self.second_buf)),
+                         second_window_n.eq(Mux(tk.pair, second_take_window, second_window)),
+                         self.second_window.eq(second_window)]
+            m.d.sync += [second_window.eq(second_window_n),
+                         self.second_blocked.eq(self.check(self.entries.head_next, second_buf_n,
+                                                           self.entries.valid_next, blocks_n, second_window_n,
+                                                           busy_n))]
         return m

@@ -23,7 +23,7 @@ from ..lib.mux import mux_tree
 from ..params import ROW_BITS
 from .scheduler import BankScheduler
 
-__all__ = ["BankCrossbar"]
+__all__ = ["BankCrossbar", "land_rows"]
 
 
 class BankCrossbar(wiring.Component):
@@ -131,11 +131,17 @@ class BankCrossbar(wiring.Component):
                 lo, hi = k * bits // len(sels), (k + 1) * bits // len(sels)
                 parts.append(mux_tree(sel, [r[lo:hi] for r in rows]))
             m.d.comb += self.write[q].eq(Cat(*parts))
-        for j in range(R):
-            # the slot's quad as of the read, a cycle ago. One copy: copies per slice made an
-            # event-driven simulator (Icarus) six times slower, as the read data change every
-            # cycle and each slice's update wakes the whole row again.
-            lq = Signal.like(self.quad[j], name=f"land_quad{j}")
-            m.d.sync += lq.eq(self.quad[j])
-            m.d.comb += self.land[j].eq(mux_tree(lq, quads))
+        land_rows(m, [self.quad[j] for j in range(R)], quads, [self.land[j] for j in range(R)])
         return m
+
+
+def land_rows(m, quad, quad_data, land):
+    """The landing crossbar: ``land[j]`` takes the row read a cycle ago by the quad slot ``j``
+    named then (``quad[j]``), through a binary multiplexer tree."""
+    for j, (q, out) in enumerate(zip(quad, land)):
+        # the slot's quad as of the read, a cycle ago. One copy: copies per slice made an
+        # event-driven simulator (Icarus) six times slower, as the read data change every
+        # cycle and each slice's update wakes the whole row again.
+        lq = Signal.like(q, name=f"land_quad{j}")
+        m.d.sync += lq.eq(q)
+        m.d.comb += out.eq(mux_tree(lq, quad_data))

@@ -11,11 +11,12 @@ from ..lib.mux import mux_tree
 from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES, Params
 from ..pipeline import forms
 from ..pipeline.forms import BLOCK
-from ..pipeline.records import CYCLE_BITS, ENTRIES, FORM_BITS, ProgressSignature, TakeSignature
+from ..pipeline.records import CYCLE_BITS, FORM_BITS, ProgressSignature, TakeSignature
 from ..pipeline.shuffle import StoreShuffle
 from .banks import BankPortSignature
 from .crossbar import BankCrossbar
 from .decompress import Decompressor
+from .pair import PairCrossbar
 from .scheduler import BankScheduler
 
 __all__ = ["BankStage"]
@@ -50,6 +51,15 @@ class BankStage(wiring.Component):
     more than the H200's (tb/pipeline/test_wmma_cost.py), so the instruction takes exactly the H200's
     count.
 
+    With paired passes (:attr:`~tensorlsu.hdl.params.Params.pair_passes`, one window a pass)
+    the two passes of a wmma.load are taken together (``take.pair``; the second into the
+    ``second_`` registers), and start together once neither is ``blocked`` (``blocked``,
+    ``second_blocked``): the second's rows take the quads the first leaves free each cycle
+    and share the lines it reads (:class:`~tensorlsu.hdl.smem.pair.PairCrossbar`), and each
+    lands through its own landing crossbar. Starting together, the pair takes its busiest
+    quad's distinct lines, the same count however the ports wait; the second's cycles are
+    counted only where the first's are not, so that the entries' counts add up to the pair's.
+
     Priorities: a take overrides a window's step, which overrides nothing else. This
     implementation assumes a store's rows are distinct (the accept stage refuses others) and
     that the store port's producer holds its payload until ready.
@@ -69,6 +79,8 @@ class BankStage(wiring.Component):
     busy : Out(1)
         A pass is being served; ``free``: none is, or it ends this cycle; ``advance``: its
         next window comes next cycle.
+    second_blocked : In(1), with paired passes
+        The ring's go-ahead for the second pass of the pair.
     """
 
     def __init__(self, params: Params):
@@ -77,14 +89,17 @@ class BankStage(wiring.Component):
             "take": In(TakeSignature(p)), "blocked": In(1),
             "store": In(stream.Signature(data.ArrayLayout(unsigned(32), p.lanes))),
             "banks": Out(BankPortSignature(p)), "progress": Out(ProgressSignature(p)),
-            "busy": Out(1), "free": Out(1), "advance": Out(1)})
+            "busy": Out(1), "free": Out(1), "advance": Out(1),
+            **({"second_blocked": In(1)} if p.pair_passes else {})})
 
     def elaborate(self, platform):
         m = Module()
         p, tk = self.params, self.take
         R, W, NW = p.lanes, p.window, p.windows
         s = self._s = {}                # the stage's registers, by name
-        s["valid"], s["buf"] = Signal(name="f_valid"), Signal(range(ENTRIES), name="f_buf")
+        s["valid"], s["buf"] = Signal(name="f_valid"), Signal(range(p.entries), name="f_buf")
+        # the pass is the first of a pair, not yet started (both start together)
+        s["pair"] = Signal(name="f_pair")
         s["start"], s["form"] = Signal(range(p.row_blocks), name="f_start"), Signal(FORM_BITS, name="f_form")
         s["addr"] = [Signal(p.smem_addr_bits, name=f"f_addr{i}", reset_less=True) for i in range(R)]
         s["pending"], s["recv"] = Signal(R, name="f_pending"), Signal(range(R + 1), name="f_recv")
@@ -100,10 +115,17 @@ class BankStage(wiring.Component):
         # the instruction's bank cycles so far (over its passes), and the least it takes
         s["spent"], s["cost"] = Signal(CYCLE_BITS, name="f_spent"), Signal(CYCLE_BITS, name="f_cost")
         s["final"], s["count"] = Signal(name="f_final"), Signal(name="f_count")
+        # the second pass of a pair may not take its turn, or is not there: free of it
+        second_free = Signal(name="f_second_free")
         self._window(m, xbar)
-        pre = self._stores(m, xbar)
+        second = self._second(m, xbar, second_free) if p.pair_passes else None
+        if second is None:
+            m.d.comb += second_free.eq(1)
+        pre = self._stores(m, xbar, second_free)
+        self._banks(m, xbar, second)
         self._landing(m, xbar)
-        m.d.comb += [self.busy.eq(s["valid"]), self.free.eq(~s["valid"] | s["finish"]),
+        m.d.comb += [self.busy.eq(s["valid"] | (second["valid"] if second else 0)),
+                     self.free.eq((~s["valid"] | s["finish"]) & second_free),
                      self.progress.buf.eq(s["buf"]), self.progress.count.eq(s["count"]),
                      self.progress.finished.eq(s["finish"])]
         with m.If(s["finish"] & s["final"]):
@@ -117,6 +139,8 @@ class BankStage(wiring.Component):
             m.d.sync += s["valid"].eq(0)
         with m.If(tk.ok):
             c = tk.pass_.consts
+            if p.pair_passes:
+                m.d.sync += s["pair"].eq(tk.pair)
             m.d.sync += [s["valid"].eq(1), s["buf"].eq(tk.tail), s["form"].eq(tk.pass_.form), s["win"].eq(0),
                          s["start"].eq(tk.start), s["lastwin"].eq(c.lastwin), s["pending"].eq(c.used),
                          s["cost"].eq(tk.pass_.cost), s["final"].eq(c.final),
@@ -156,7 +180,17 @@ class BankStage(wiring.Component):
         direct = p.store_direct
         all_recv = Signal(name="f_all_recv")    # every stmatrix beat is in (direct: by its window)
         m.d.comb += all_recv.eq(s["load"] | (s["recv"] == s["nregs"]) | direct)
-        m.d.comb += s["ok"].eq(s["valid"] & Mux(s["load"], ~self.blocked, self.store.valid if direct else all_recv))
+        go = Signal(name="f_go")                # a load's window may be served (the ring, a pair)
+        if not p.pair_passes:
+            m.d.comb += go.eq(~self.blocked)
+        else:
+            # the first of a pair goes with its second, and from then on alone (a window no
+            # longer blocked stays so: the entries it waits for only read less)
+            s["pair_go"] = Signal(name="f_pair_go")
+            m.d.comb += go.eq(~self.blocked & (~s["pair"] | s["pair_go"]))
+            with m.If(s["ok"]):
+                m.d.sync += s["pair"].eq(0)
+        m.d.comb += s["ok"].eq(s["valid"] & Mux(s["load"], go, self.store.valid if direct else all_recv))
         m.d.comb += [xbar.eligible.eq(pending[:W]), s["served"].eq(Mux(s["ok"], xbar.served, 0))]
         m.d.comb += [xbar.quad[j].eq(addr[j][4:4 + qb]) for j in range(W)]
         m.d.comb += [xbar.line[j].eq(addr[j][4 + qb:4 + qb + LB]) for j in range(W)]
@@ -199,14 +233,63 @@ class BankStage(wiring.Component):
                 with m.If(s["ok"]):
                     m.d.sync += s["clash"].eq(self._clash(pending[:W] & ~xbar.served, s["same_quad"],
                                                           s["same_line"]))
-        # loads read, stores write, the granted line of every quad
+
+    # -- the banks ---------------------------------------------------------------------------
+    def _banks(self, m, xbar, second):
+        """Loads read, stores write, the granted line of every quad (the first pass's, else
+        the second's of a pair)."""
+        p, s = self.params, self._s
         for q in range(p.quads):
             access = xbar.access[q] & s["ok"]
-            m.d.comb += [self.banks.line[q].eq(xbar.addr[q]), self.banks.read[q].eq(s["load"] & access),
+            line, read = xbar.addr[q], s["load"] & access
+            if second:
+                pq = second["xbar"]
+                line = Mux(access, line, pq.addr[q])
+                read = read | (pq.access[q] & second["ok"])
+            m.d.comb += [self.banks.line[q].eq(line), self.banks.read[q].eq(read),
                          self.banks.write[q].eq(~s["load"] & access), self.banks.wdata[q].eq(xbar.write[q])]
 
+    # -- the second pass of a pair -------------------------------------------------------------
+    def _second(self, m, xbar, second_free):
+        """The second pass of a pair: its registers, its rows on the quads the first leaves
+        free, its progress; returns its registers by name."""
+        p, s, tk, pr = self.params, self._s, self.take, self.progress
+        R, qb, LB = p.lanes, p.quad_bits, p.line_bits
+        n = {"valid": Signal(name="f2_valid"), "buf": Signal(range(p.entries), name="f2_buf"),
+             "start": Signal(range(p.row_blocks), name="f2_start"),
+             "addr": [Signal(p.smem_addr_bits, name=f"f2_addr{i}", reset_less=True) for i in range(R)],
+             "pending": Signal(R, name="f2_pending"), "ok": Signal(name="f2_ok"),
+             "served": Signal(R, name="f2_served"), "finish": Signal(name="f2_finish")}
+        px = n["xbar"] = m.submodules.pair_crossbar = PairCrossbar(rows=R, quads=p.quads, line_bits=LB)
+        # both start once neither is blocked; then each goes on its own go-ahead
+        m.d.comb += [s["pair_go"].eq(n["valid"] & ~self.second_blocked),
+                     n["ok"].eq(n["valid"] & ~self.second_blocked & ~(s["pair"] & self.blocked))]
+        m.d.comb += [px.eligible.eq(n["pending"]), n["served"].eq(Mux(n["ok"], px.served, 0))]
+        m.d.comb += [px.quad[j].eq(n["addr"][j][4:4 + qb]) for j in range(R)]
+        m.d.comb += [px.line[j].eq(n["addr"][j][4 + qb:4 + qb + LB]) for j in range(R)]
+        m.d.comb += [px.first_access[q].eq(xbar.access[q] & s["ok"]) for q in range(p.quads)]
+        m.d.comb += [px.first_line[q].eq(xbar.addr[q]) for q in range(p.quads)]
+        m.d.comb += [px.quad_data[q].eq(xbar.quad_data[q]) for q in range(p.quads)]
+        m.d.comb += [n["finish"].eq(n["valid"] & ((n["pending"] & ~n["served"]) == 0)),
+                     second_free.eq(~n["valid"] | n["finish"])]
+        with m.If(n["valid"]):
+            m.d.sync += n["pending"].eq(n["pending"] & ~n["served"])
+        with m.If(n["finish"]):
+            m.d.sync += n["valid"].eq(0)
+        with m.If(tk.ok & tk.pair):
+            m.d.sync += [n["valid"].eq(1), n["buf"].eq(tk.second_tail), n["start"].eq(tk.second_start),
+                         n["pending"].eq(tk.second_pass.consts.used)]
+            m.d.sync += [n["addr"][i].eq(tk.second_pass.addr[i]) for i in range(R)]
+        # its cycles: those the banks worked for it and not for the first pass
+        m.d.comb += [pr.second_buf.eq(n["buf"]), pr.second_finished.eq(n["finish"]),
+                     pr.second_count.eq(n["ok"] & n["pending"].any() & ~s["granted"])]
+        land = pr.second_land
+        m.d.sync += [land.slots.eq(n["served"]), land.win.eq(0), land.buf.eq(n["buf"]), land.first.eq(n["start"])]
+        self._half_swap(m, n["addr"], [px.land[j] for j in range(R)], pr.second_land_rows, "f2_")
+        return n
+
     # -- stmatrix source beats ---------------------------------------------------------------
-    def _stores(self, m, xbar):
+    def _stores(self, m, xbar, second_free):
         """The window's store rows; returns ``pre``: the next stmatrix's first beat is taken
         in the cycle the current one ends (packed)."""
         p, s, tk = self.params, self._s, self.take
@@ -224,7 +307,8 @@ class BankStage(wiring.Component):
         # its last rows (it fills other rows, or rows already read): stores run back to back.
         c = tk.pass_.consts
         rows = [Signal(ROW_BITS, name=f"f_store_row{i}", reset_less=True) for i in range(R)]
-        m.d.comb += pre.eq(s["finish"] & tk.offered & (tk.pass_.err == Error.NONE) & tk.free & c.valid & ~c.load)
+        m.d.comb += pre.eq(s["finish"] & second_free & tk.offered & (tk.pass_.err == Error.NONE) & tk.free & c.valid
+                           & ~c.load)
         m.d.comb += self.store.ready.eq((s["valid"] & ~s["load"] & (s["recv"] != s["nregs"])) | pre)
         m.d.comb += [sshuf.form.eq(Mux(pre, tk.pass_.form, s["form"])), sshuf.beat.eq(Mux(pre, 0, s["recv"])),
                      sshuf.data.eq(self.store.payload)]
@@ -250,16 +334,21 @@ class BankStage(wiring.Component):
         for q in range(p.quads):
             d = m.submodules[f"decompress{q}"] = Decompressor()
             m.d.comb += [d.row.eq(self.banks.rdata[q]), d.fmt.eq(land_fmt), xbar.quad_data[q].eq(d.out)]
-        # a wmma line narrower than a row (8 bytes) may start in the upper half of its row:
-        # such a slot lands with its halves swapped, so its bytes are always bytes 0-7
+        self._half_swap(m, s["addr"], [xbar.land[j] for j in range(W)], self.progress.land_rows, "f_")
+
+    def _half_swap(self, m, addr, rows, land_rows, prefix):
+        """``land_rows[j]`` is ``rows[j]``, but that a wmma line narrower than a row (8 bytes)
+        may start in the upper half of its row: such a slot lands with its halves swapped, so
+        its bytes are always bytes 0-7 (``addr``: the slots' addresses as of the read)."""
+        W = len(rows)
         half_slots = sorted({j % W for inf in map(forms.info, range(len(forms.FORMS)))
                              if inf.wmma and inf.line_bytes < ROW_BYTES for q in inf.passes for j in range(len(q))})
-        land_half = Signal(W, name="f_land_half")
-        m.d.sync += [land_half[j].eq(s["addr"][j][3]) for j in half_slots]
+        land_half = Signal(W, name=f"{prefix}land_half")
+        m.d.sync += [land_half[j].eq(addr[j][3]) for j in half_slots]
         h = ROW_BITS // 2
         for j in range(W):
-            row = xbar.land[j]
+            row = rows[j]
             if j in half_slots:
                 # only the low half of such a slot is ever read
                 row = Cat(Mux(land_half[j], row[h:], row[:h]), row[h:])
-            m.d.comb += self.progress.land_rows[j].eq(row)
+            m.d.comb += land_rows[j].eq(row)
