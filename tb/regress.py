@@ -208,10 +208,9 @@ class Deck:
             yield {"tmem": {}, "tmem_dump": True}, [{"tmem": self.tm.copy()}]
 
     def _wmma_cycles(self, fid: int, base: int, stride: int) -> int:
-        """A wmma.load's bank cycles: the H200's rule under h200, the unit's windows under packed."""
-        ins, inf = forms.FORMS[fid], forms.info(fid)
-        return (model.wavefronts(ins, base, stride=stride) if self.policy == "h200"
-                else wmma_cycles(inf, base, stride, Params(schedule=self.policy).window))
+        """A wmma.load's bank cycles: the model's, under either policy (under packed the whole
+        fragment's busiest quad: the unit pairs a fragment's two passes)."""
+        return model.wavefronts(forms.FORMS[fid], base, self.policy, stride=stride)
 
     def _instruction(self, row_only: bool = False) -> tuple[dict, dict]:
         rng, nrng, smem_bytes = self.rng, self.nrng, self.smem_bytes

@@ -141,3 +141,41 @@ def test_back_to_back_no_slower_than_the_h200():
         if cpi > 1.05 * r["cpi"] + 0.3:
             slower.append((r["instr"], r["stride"], cpi, r["cpi"]))
     assert len(cases) > 200 and not slower, f"{len(slower)} of {len(cases)} slower, first {slower[:3]}"
+
+
+def test_every_measured_case_through_the_rtl_packed():
+    """The same cases under packed: the instruction takes exactly the model's packed bound,
+    the whole fragment's busiest quad (a 1 KiB fragment's two passes are served side by side,
+    not one after the other: 188 of these cases took twice the bound that way)."""
+    jobs = [{"form": forms.form_id(ptx.parse(r["instr"], "sm_90a")), "addr": r["offset"], "stride": r["stride"]}
+            for r in COST]
+    results, _ = run_jobs([{"burst": jobs[k:k + 16]} for k in range(0, len(jobs), 16)], sim="verilator",
+                          policy="packed")
+    got = [r for burst in results for r in burst["burst"]]
+    assert len(got) == len(COST)
+    bound = [model.wavefronts(r["instr"], r["offset"], "packed", stride=r["stride"]) for r in COST]
+    wrong = [(r["instr"], r["stride"], r["offset"], g["error"], g["cycles"], b)
+             for r, g, b in zip(COST, got, bound) if g["error"] or g["cycles"] != b]
+    assert not wrong, f"{len(wrong)} cases differ, first {wrong[:5]}"
+    assert sum(b < wmma_cycles(forms.info(j["form"]), j["addr"], j["stride"], 32)
+               for j, b in zip(jobs, bound)) > 100      # cases where pairing pays
+
+
+def test_back_to_back_at_the_packed_bound():
+    """Every measured form and stride at offset 0, 16 back to back (packed): the unit issues
+    at the packed bound (+ 0.3 clk), a 1 KiB fragment too: its two passes are taken together
+    (a pass taken a cycle after the other would leave a cycle idle), and the row buffer holds
+    two such fragments, one filling while the other's beats leave."""
+    cases = [r for r in COST if r["offset"] == 0]
+    jobs = [{"burst": [{"form": forms.form_id(ptx.parse(r["instr"], "sm_90a")), "addr": 0,
+                        "stride": r["stride"]}] * 16} for r in cases]
+    results, _ = run_jobs(jobs, sim="verilator", policy="packed")
+    above = []
+    for r, res in zip(cases, results):
+        b = res["burst"]
+        assert not any(x["error"] for x in b)
+        cpi = (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
+        bound = model.wavefronts(r["instr"], 0, "packed", stride=r["stride"])
+        if cpi > bound + 0.3:
+            above.append((r["instr"], r["stride"], cpi, bound))
+    assert not above, f"{len(above)} of {len(cases)} above the bound, first {above[:3]}"

@@ -159,3 +159,77 @@ def test_store_writes_the_model_image(policy):
     assert got["stored"]
     assert got["cycles"] == _bank_cycles(ins, addr, policy)
     assert got["image"] == model.stmatrix(ins, smem, addr, regs).tobytes()
+
+
+PAIR_FORM = "wmma.load.c.sync.aligned.row.m16n16k16.shared.f32"
+
+
+async def _take_pair(ctx, bank, fid, passes, p):
+    """Hand the bank stage both passes of a wmma.load at once (a pair take), for one cycle:
+    the first into entry 0 at ring block 0, the second into entry 1 at block 4."""
+    tk = bank.take
+    consts = form_constants(p, forms.info(fid))
+    for k, v in consts[0].items():
+        ctx.set(getattr(tk.pass_.consts, k), v)
+    for k, v in consts[1].items():
+        ctx.set(getattr(tk.second_pass.consts, k), v)
+    ctx.set(tk.pass_.form, fid)
+    ctx.set(tk.second_pass.form, fid)
+    for i, a in enumerate(passes[0]):
+        ctx.set(tk.pass_.addr[i], a)
+    for i, a in enumerate(passes[1]):
+        ctx.set(tk.second_pass.addr[i], a)
+    ctx.set(tk.second_tail, 1)
+    ctx.set(tk.second_start, p.pass_blocks)
+    for s in (tk.take, tk.ok, tk.pair):
+        ctx.set(s, 1)
+    await ctx.tick()
+    for s in (tk.take, tk.ok, tk.pair):
+        ctx.set(s, 0)
+
+
+@pytest.mark.parametrize("stride,blocked", [(16, None), (32, "first"), (20, "second")])
+def test_a_pair_takes_its_busiest_quad_once(stride, blocked):
+    """packed: both passes of a 1 KiB fragment served side by side land every slot with its
+    row and take the model's bound for the whole fragment (its busiest quad's distinct rows),
+    not each pass's in turn; while either pass is blocked, neither starts."""
+    p = Params(smem_bytes=SMEM, schedule="packed")
+    ins = ptx.parse(PAIR_FORM, "sm_90a")
+    fid, inf = forms.form_id(ins), forms.info(forms.form_id(ins))
+    assert len(inf.passes) == 2
+    smem = np.random.default_rng(stride).integers(0, 256, SMEM, dtype=np.uint8)
+    step = stride * inf.bits // 8
+    passes = [[line * step + 16 * chunk for line, chunk in q] + [0] * (32 - len(q)) for q in inf.passes]
+    landed, got = [{}, {}], {}
+
+    async def bench(ctx, bank, banks):
+        await _fill(ctx, banks, p, smem)
+        if blocked:
+            ctx.set(bank.blocked if blocked == "first" else bank.second_blocked, 1)
+        await _take_pair(ctx, bank, fid, passes, p)
+        cycles, waited = 0, 0
+        for k in range(40):
+            if blocked and k == 5:
+                ctx.set(bank.blocked, 0)
+                ctx.set(bank.second_blocked, 0)
+            if blocked and k < 5:
+                waited += ctx.get(bank.banks.read) != 0
+            cycles += ctx.get(bank.progress.count) + ctx.get(bank.progress.second_count)
+            for n, (land, rows) in enumerate(((bank.progress.land, bank.progress.land_rows),
+                                              (bank.progress.second_land, bank.progress.second_land_rows))):
+                assert ctx.get(land.buf) == n or not ctx.get(land.slots)
+                for j in range(32):
+                    if ctx.get(land.slots) >> j & 1:
+                        assert j not in landed[n], f"pass {n} slot {j} landed twice"
+                        landed[n][j] = ctx.get(rows[j])
+            await ctx.tick()
+        got["cycles"], got["waited"] = cycles, waited
+        assert not ctx.get(bank.busy)
+
+    _run(p, bench)
+    assert got["waited"] == 0
+    assert got["cycles"] == model.wavefronts(ins, 0, "packed", stride=stride)
+    for n, q in enumerate(inf.passes):
+        assert sorted(landed[n]) == list(range(len(q)))
+        for j, a in enumerate(passes[n][:len(q)]):
+            assert landed[n][j] == int.from_bytes(smem[a:a + 16].tobytes(), "little"), (n, j)
