@@ -15,11 +15,11 @@ from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import GROUP_ROWS, Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.hdl.pipeline.passq import PassQueue
-from tensorlsu.hdl.pipeline.records import ENTRIES
 from tensorlsu.hdl.pipeline.ring import RowRing
 from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
 from tensorlsu.hdl.smem.crossbar import BankCrossbar
 from tensorlsu.hdl.smem.decompress import Decompressor
+from tensorlsu.hdl.smem.pair import PairCrossbar
 from tensorlsu.hdl.smem.scheduler import BankScheduler
 
 __all__ = ["SPECS", "handshake_rules"]
@@ -73,6 +73,50 @@ class SchedulerContract(Elaboratable):
                          for i in range(2) for j in range(i + 1, 3)]).any()
         broadcast = Cat(*[d.served[i] & d.served[j] for i in range(2) for j in range(i + 1, 3)]).any()
         m.d.comb += [Cover(conflict, "a bank conflict"), Cover(broadcast, "a broadcast")]
+        return m
+
+
+class BrokenPair(PairCrossbar):
+    """A deliberately broken pair crossbar: the second pass's rows ignore the quads the first
+    reads (two reads in one quad; the contract must fail on it)."""
+
+    def elaborate(self, platform):
+        real, self.first_access = self.first_access, Signal(len(self.first_access))
+        try:
+            return super().elaborate(platform)
+        finally:
+            self.first_access = real
+
+
+class PairContract(Elaboratable):
+    """The second pass of a pair beside the first (:class:`PairCrossbar`), for all inputs
+    (combinational: depth 1 is a proof): a quad reads one line a cycle, for one pass; a row is
+    served iff eligible and its quad reads its line; every quad holding an eligible row reads."""
+
+    def __init__(self, rows=32, quads=8, line_bits=7, crossbar_cls=PairCrossbar):
+        self.dut = crossbar_cls(rows=rows, quads=quads, line_bits=line_bits)
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        R, Q = d.nrows, d.quads
+        for sig in (d.eligible, d.quad, d.line, d.first_access, d.first_line):
+            m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
+        for q in range(Q):
+            wants = Cat(*[d.eligible[i] & (d.quad[i] == q) for i in range(R)]).any()
+            m.d.comb += Assert(~(d.access[q] & d.first_access[q]), "a quad reads for one pass a cycle")
+            m.d.comb += Assert(d.access[q] == (wants & ~d.first_access[q]),
+                               "a quad the first pass leaves reads exactly when the second has a row in it")
+        for i in range(R):
+            reads = Signal(name=f"reads{i}")    # the row's quad reads its line, for either pass
+            for q in range(Q):
+                with m.If(d.quad[i] == q):
+                    m.d.comb += reads.eq((d.first_access[q] & (d.first_line[q] == d.line[i]))
+                                         | (d.access[q] & (d.addr[q] == d.line[i])))
+            m.d.comb += Assert(d.served[i] == (d.eligible[i] & reads),
+                               "a row is served iff eligible and its quad reads its line (either pass's read)")
+        m.d.comb += Cover(Cat(*[d.served[i] & d.first_access.bit_select(d.quad[i], 1) for i in range(2)]).any(),
+                          "a row served by the first pass's read")
         return m
 
 
@@ -405,8 +449,10 @@ class PassQueueOrder(Elaboratable):
 class RingRule(Elaboratable):
     """The ring rule: a window the bank stage may serve (``blocked`` = 0) never writes a
     row-buffer block that a live entry other than its own still reads: the head's remaining
-    beats or a waiting entry. The result stage's and bank stage's registers are free,
-    constrained only by what those stages guarantee (assumed below)."""
+    beats or a waiting entry; with paired passes the same for the second pass of a pair
+    (``second_blocked``), the pair taken into two entries at once. The result stage's and bank
+    stage's registers are free, constrained only by what those stages guarantee (assumed
+    below)."""
 
     def __init__(self, schedule="h200", ring_cls=None):
         self.dut = (ring_cls or RowRing)(Params(smem_bytes=256, schedule=schedule))
@@ -414,24 +460,44 @@ class RingRule(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         d = m.submodules.dut = self.dut
-        tk = d.take
+        tk, E, pairs = d.take, d.params.entries, d.params.pair_passes
         NB = len(d.window)
-        for sig in (tk.take, tk.ok, tk.tail, tk.pass_.err, tk.pass_.consts.load, tk.pass_.consts.align,
-                    tk.pass_.consts.blocks, d.entries.head_next, d.entries.valid_next, d.entries.end,
-                    d.entries.reading, d.advance):
+        free = [tk.take, tk.ok, tk.tail, tk.pass_.err, tk.pass_.consts.load, tk.pass_.consts.align,
+                tk.pass_.consts.blocks, d.entries.head_next, d.entries.valid_next, d.entries.end,
+                d.entries.reading, d.advance]
+        if pairs:
+            free += [tk.pair, tk.second_tail, tk.second_pass.consts.load, tk.second_pass.consts.align,
+                     tk.second_pass.consts.blocks]
+        for sig in free:
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
         # the result stage: head and live entries are registers taking their next values; an
         # entry is taken only when free; a take's ok says it was not refused
-        head, valid, fill_buf = Signal(range(ENTRIES)), Signal(ENTRIES), Signal(range(ENTRIES))
+        head, valid, fill_buf = Signal(range(E)), Signal(E), Signal(range(E))
         m.d.sync += [head.eq(d.entries.head_next), valid.eq(d.entries.valid_next)]
         m.d.comb += [d.entries.head.eq(head), d.entries.valid.eq(valid), d.fill_buf.eq(fill_buf)]
-        m.d.comb += Assume((head < ENTRIES) & (d.entries.head_next < ENTRIES) & (tk.tail < ENTRIES))
+        m.d.comb += Assume((head < E) & (d.entries.head_next < E) & (tk.tail < E))
         m.d.comb += Assume(tk.ok == (tk.take & (tk.pass_.err == Error.NONE)))
         with m.If(tk.take):
             m.d.comb += Assume(~valid.bit_select(tk.tail, 1))
-        m.d.comb += Assume(d.entries.valid_next == ((valid & ~Mux(d.entries.end, 1 << head, 0))
-                                                     | Mux(tk.take, 1 << tk.tail, 0))[:ENTRIES])
-        m.d.comb += Assume(d.entries.head_next == Mux(d.entries.end, Mux(head == ENTRIES - 1, 0, head + 1), head))
+            if pairs:
+                # entries are taken in order, after the live ones (so a pair's second is never
+                # the head)
+                live = Signal(range(E + 1))
+                m.d.comb += live.eq(sum(valid[b] for b in range(E)))
+                m.d.comb += Assume(tk.tail == Mux(head + live >= E, head + live - E, head + live))
+        taken = Mux(tk.take, 1 << tk.tail, 0)
+        if pairs:
+            # a pair: both passes loads, not refused, into the entry after tail, also free
+            second_buf = Signal(range(E))
+            m.d.comb += d.second_buf.eq(second_buf)
+            with m.If(tk.pair):
+                m.d.comb += Assume(tk.ok & tk.pass_.consts.load & tk.second_pass.consts.load
+                                   & (tk.second_tail == Mux(tk.tail == E - 1, 0, tk.tail + 1))
+                                   & ~valid.bit_select(tk.second_tail, 1))
+                m.d.sync += second_buf.eq(tk.second_tail)
+            taken = taken | Mux(tk.pair, 1 << tk.second_tail, 0)
+        m.d.comb += Assume(d.entries.valid_next == ((valid & ~Mux(d.entries.end, 1 << head, 0)) | taken)[:E])
+        m.d.comb += Assume(d.entries.head_next == Mux(d.entries.end, Mux(head == E - 1, 0, head + 1), head))
         with m.If(d.entries.end):
             m.d.comb += Assume(valid.bit_select(head, 1))
         # the bank stage fills the entry it took last; it advances only within its pass
@@ -453,21 +519,28 @@ class RingRule(Elaboratable):
         with m.If(~init):
             m.d.comb += Assume(valid == 0)
 
-        waiting = Signal(NB)            # blocks of the entries waiting behind the head
-        m.d.comb += waiting.eq(reduce(operator.or_, [Mux(valid[b] & (head != b) & (fill_buf != b), blocks[b], 0)
-                                                     for b in range(ENTRIES)]))
         busy = d.state["busy"]
-        with m.If(init):
-            m.d.comb += Assert(d.blocked == d.check(head, fill_buf, valid, blocks, d.window, busy),
-                               "the go-ahead register is the rule applied to the current state")
-            with m.If(head != fill_buf):
-                m.d.comb += Assert((d.entries.reading & ~busy) == 0,
-                                   "the head reads nothing the ring thinks released")
-            with m.If(~d.blocked & (head != fill_buf)):
-                m.d.comb += Assert((d.window & (d.entries.reading | waiting)) == 0,
-                                   "a window that may be served meets no block a live entry still reads")
+        with m.If(init & (head != fill_buf)):
+            m.d.comb += Assert((d.entries.reading & ~busy) == 0, "the head reads nothing the ring thinks released")
+        windows = [("", fill_buf, d.window, d.blocked, busy)]
+        if pairs:
+            # for the second pass, a head that is the pair's first reads all of its blocks
+            windows.append(("the second pass's ", second_buf, d.second_window, d.second_blocked,
+                            Mux(head == fill_buf, Cat(*blocks).word_select(head, NB), busy)))
+        for what, buf, window, blocked, busy_ in windows:
+            waiting = Signal(NB)        # blocks of the entries waiting behind the head
+            m.d.comb += waiting.eq(reduce(operator.or_, [Mux(valid[b] & (head != b) & (buf != b), blocks[b], 0)
+                                                         for b in range(E)]))
+            with m.If(init):
+                m.d.comb += Assert(blocked == d.check(head, buf, valid, blocks, window, busy_),
+                                   f"{what}go-ahead register is the rule applied to the current state")
+                with m.If(~blocked & (head != buf)):
+                    m.d.comb += Assert((window & (d.entries.reading | waiting)) == 0,
+                                       f"{what}window that may be served meets no block a live entry still reads")
         m.d.comb += Cover(init & ~d.blocked & (head != fill_buf) & (d.entries.reading != 0),
                           "a window served while another entry still reads")
+        if pairs:
+            m.d.comb += Cover(init & d.second_blocked & ~d.blocked, "the second pass of a pair waits, the first not")
         return m
 
 
@@ -528,7 +601,9 @@ SPECS = {
     "completion": (lambda: SchedulerCompletion(), "bmc", 10,
                    "8 rows finish within 8 cycles; after that nothing changes"),
     "decompress": (lambda: DecompressorSpec(), "prove", 1, "combinational"),
-    "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input (the ring of both policies)"),
+    "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input (the h200 ring, 8 blocks)"),
+    "shuffle_packed": (lambda: ShuffleSpec(blocks=Params(schedule="packed").row_blocks), "bmc", 1,
+                       "the same for the packed ring (16 blocks)"),
     "store_shuffle": (lambda: StoreShuffleSpec(), "prove", 1, "combinational"),
     "write_select": (lambda: WriteSelect(), "bmc", 10,
                      "from a take, a window's 8 rows are written within 8 steps (and idle steps "
@@ -542,7 +617,11 @@ SPECS = {
                    "induction over the queue's state, with its invariants asserted"),
     "pass_queue_cover": (lambda: PassQueueOrder(), "cover", 12, "three passes through and a full queue"),
     "ring": (lambda: RingRule(), "prove", 3, "induction: the go-ahead register and the release invariant"),
-    "ring_packed": (lambda: RingRule("packed"), "prove", 3, "the packed ring (whole-pass windows)"),
+    "ring_packed": (lambda: RingRule("packed"), "prove", 3,
+                    "the packed ring (whole-pass windows, 16 blocks, five entries, pairs)"),
+    "ring_packed_cover": (lambda: RingRule("packed"), "cover", 8, "a pair's second pass waits while its first goes"),
+    "pair": (lambda: PairContract(), "prove", 1, "combinational: one step is every case (32 rows)"),
+    "broken_pair": (lambda: PairContract(rows=8, crossbar_cls=BrokenPair), "prove", 1, "must FAIL"),
     "ring_cover": (lambda: RingRule(), "cover", 8, "a window served while another entry reads"),
     "broken_ring": (_broken_ring, "prove", 3, "must FAIL"),
     "broken_pass_queue": (_broken_queue, "prove", 3, "must FAIL"),

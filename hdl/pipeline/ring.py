@@ -146,8 +146,16 @@ class RowRing(wiring.Component):
             m.d.comb += [second_buf_n.eq(Mux(tk.pair, tk.second_tail, self.second_buf)),
                          second_window_n.eq(Mux(tk.pair, second_take_window, second_window)),
                          self.second_window.eq(second_window)]
+            # the head may be the first pass of the pair itself (the ring was empty): the ring
+            # does not follow its reads (``busy``), so all of its blocks count
+            head_blocks = Signal(NB)
+            with m.Switch(self.entries.head_next):
+                for b in range(E):
+                    with m.Case(b):
+                        m.d.comb += head_blocks.eq(blocks_n[b])
+            second_busy_n = Mux(self.entries.head_next == fill_buf_n, head_blocks, busy_n)
             m.d.sync += [second_window.eq(second_window_n),
                          self.second_blocked.eq(self.check(self.entries.head_next, second_buf_n,
                                                            self.entries.valid_next, blocks_n, second_window_n,
-                                                           busy_n))]
+                                                           second_busy_n))]
         return m

@@ -123,3 +123,46 @@ def test_a_waiting_entry_blocks_the_window_until_it_is_head():
     nb = dut.params.row_blocks
     assert seen == ([(1 << b, 0) for b in range(2, nb)] + [(0b0001, 0), (0b0010, 1)]
                     + [(0b0010, 1), (0b0010, 1), (0b0010, 0)])
+
+
+def test_a_pair_is_placed_together_and_each_pass_has_its_go_ahead():
+    """packed (a ring of 16 blocks, 4 a pass): three passes fill blocks 0-11 (entries 0-2);
+    a pair then takes entries 3 and 4, its first pass blocks 12-15, its second, round the
+    ring, blocks 0-3, which the head (entry 0) still reads: the second waits, the first does
+    not, and the second goes a cycle after the head releases."""
+    dut = RowRing(Params(schedule="packed"))
+    seen, starts = [], []
+
+    async def bench(ctx):
+        tk = dut.take
+        ctx.set(dut.entries.head, 0)
+        ctx.set(dut.entries.head_next, 0)
+        for tail in range(3):
+            _take(ctx, dut, tail=tail, blocks=4, align=3)
+            ctx.set(dut.entries.valid_next, (1 << (tail + 1)) - 1)
+            await ctx.tick()
+            ctx.set(dut.entries.valid, (1 << (tail + 1)) - 1)
+        ctx.set(dut.entries.reading, 0b1111)            # the head reads all of its blocks
+        _take(ctx, dut, tail=3, blocks=4, align=3)
+        ctx.set(tk.pair, 1)
+        ctx.set(tk.second_tail, 4)
+        ctx.set(tk.second_pass.consts.load, 1)
+        ctx.set(tk.second_pass.consts.blocks, 4)
+        ctx.set(tk.second_pass.consts.align, 3)
+        ctx.set(dut.entries.valid_next, 0b11111)
+        starts.append((ctx.get(dut.start), ctx.get(dut.second_start)))
+        await ctx.tick()
+        for s in (tk.take, tk.ok, tk.pair):
+            ctx.set(s, 0)
+        ctx.set(dut.entries.valid, 0b11111)
+        ctx.set(dut.fill_buf, 3)
+        ctx.set(dut.second_buf, 4)
+        for reading in (0b1111, 0b0000, 0b0000):
+            seen.append((ctx.get(dut.window), ctx.get(dut.blocked), ctx.get(dut.second_window),
+                         ctx.get(dut.second_blocked)))
+            ctx.set(dut.entries.reading, reading)
+            await ctx.tick()
+
+    simulate(dut, bench)
+    assert starts == [(12, 0)]
+    assert seen == [(0xF000, 0, 0x000F, 1), (0xF000, 0, 0x000F, 1), (0xF000, 0, 0x000F, 0)]

@@ -50,6 +50,38 @@ def test_the_take_rule():
     _run(dut, bench)
 
 
+def test_a_pair_leaves_together():
+    """packed: the first pass of a shared-memory wmma.load pair waits until its second is
+    queued and the entry after ``tail`` is free too, then both leave (``pair``, the queue's
+    ``second`` popped with it); a global pair, a last pass, a refused one or one of another
+    family leave alone, as under the plain rule."""
+    dut = Take(Params(schedule="packed"))
+
+    async def bench(ctx):
+        ctx.set(dut.tail, 3)
+        ctx.set(dut.second_tail, 4)
+        ctx.set(dut.second_start, 8)
+        ctx.set(dut.pop.valid, 1)
+        ctx.set(dut.free, 1)
+        ctx.set(dut.stages_free, 1)
+        c = dut.pop.payload.consts
+        for wmma, final, glob, refused, second, second_free in itertools.product((0, 1), repeat=6):
+            for sig, v in ((c.load, 1), (c.wmma, wmma), (c.final, final), (dut.pop.payload.glob, glob),
+                           (dut.pop.payload.err, Error.STRIDE if refused else Error.NONE),
+                           (dut.second.valid, second), (dut.second_free, second_free)):
+                ctx.set(sig, v)
+            await ctx.delay(1e-9)
+            case = (wmma, final, glob, refused, second, second_free)
+            pair = wmma and not final and not glob and not refused
+            take = not pair or bool(second and second_free)
+            assert ctx.get(dut.take.take) == take, case
+            assert ctx.get(dut.take.pair) == (pair and take), case
+            assert ctx.get(dut.second.ready) == (pair and take), case
+            assert ctx.get(dut.shared.pair) == (pair and take), case
+            assert (ctx.get(dut.take.second_tail), ctx.get(dut.take.second_start)) == (4, 8), case
+    _run(dut, bench)
+
+
 def test_the_progress_merge():
     dut = ProgressMerge(Params())
 
