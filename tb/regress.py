@@ -33,7 +33,6 @@ from tensorlsu.cosim.jobs import tmem_from_dumps, tmem_outcome
 from tensorlsu.cosim.layout import GMEM_AT
 from tensorlsu.cosim.runner import ENGINES, run_jobs
 from tensorlsu.hdl.codes import Error
-from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import layouts, model
 from tensorlsu.sim.trace import format_table
