@@ -91,7 +91,8 @@ class BrokenPair(PairCrossbar):
 class PairContract(Elaboratable):
     """The second pass of a pair beside the first (:class:`PairCrossbar`), for all inputs
     (combinational: depth 1 is a proof): a quad reads one line a cycle, for one pass; a row is
-    served iff eligible and its quad reads its line; every quad holding an eligible row reads."""
+    served iff eligible and its quad reads its line for it; every quad holding an eligible row
+    reads (for one pass or the other)."""
 
     def __init__(self, rows=32, quads=8, line_bits=7, crossbar_cls=PairCrossbar):
         self.dut = crossbar_cls(rows=rows, quads=quads, line_bits=line_bits)
@@ -100,7 +101,7 @@ class PairContract(Elaboratable):
         m = Module()
         d = m.submodules.dut = self.dut
         R, Q = d.nrows, d.quads
-        for sig in (d.eligible, d.quad, d.line, d.first_access, d.first_line):
+        for sig in (d.eligible, d.quad, d.line, d.first_access):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
         for q in range(Q):
             wants = Cat(*[d.eligible[i] & (d.quad[i] == q) for i in range(R)]).any()
@@ -108,15 +109,16 @@ class PairContract(Elaboratable):
             m.d.comb += Assert(d.access[q] == (wants & ~d.first_access[q]),
                                "a quad the first pass leaves reads exactly when the second has a row in it")
         for i in range(R):
-            reads = Signal(name=f"reads{i}")    # the row's quad reads its line, for either pass
+            reads = Signal(name=f"reads{i}")    # the row's quad reads its line for the second pass
             for q in range(Q):
                 with m.If(d.quad[i] == q):
-                    m.d.comb += reads.eq((d.first_access[q] & (d.first_line[q] == d.line[i]))
-                                         | (d.access[q] & (d.addr[q] == d.line[i])))
+                    m.d.comb += reads.eq(d.access[q] & (d.addr[q] == d.line[i]))
             m.d.comb += Assert(d.served[i] == (d.eligible[i] & reads),
-                               "a row is served iff eligible and its quad reads its line (either pass's read)")
-        m.d.comb += Cover(Cat(*[d.served[i] & d.first_access.bit_select(d.quad[i], 1) for i in range(2)]).any(),
-                          "a row served by the first pass's read")
+                               "a row is served iff eligible and its quad reads its line")
+        m.d.comb += Assert((d.eligible == 0) | (d.served != 0) | d.first_access.any(),
+                           "some row is served, or the first pass reads, whenever one is eligible")
+        m.d.comb += Cover(Cat(*[d.eligible[i] & d.first_access.bit_select(d.quad[i], 1) for i in range(2)]).any()
+                          & (d.served != 0), "a row waits for the first pass's quad while others are served")
         return m
 
 

@@ -38,6 +38,7 @@ from tensorlsu.hdl.params import DEEP_GLOBAL_PORT, Params, TmemParams
 from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
 from tensorlsu.hdl.smem.crossbar import BankCrossbar
 from tensorlsu.hdl.smem.decompress import Decompressor
+from tensorlsu.hdl.smem.pair import PairCrossbar
 from tensorlsu.hdl.smem.scheduler import BankScheduler
 from tensorlsu.hdl.tmem.check import TmemCheck
 from tensorlsu.hdl.tmem.gather import TmemGather
@@ -65,7 +66,10 @@ def blocks(policy: str):
         "crossbar": lambda: BankCrossbar(rows=p.window, quads=p.quads, line_bits=p.line_bits,
                                          pairs=p.window < p.lanes),
         "decompress": lambda: Decompressor(),
-        # the load shuffle reads the row-buffer ring (two passes' blocks)
+        # the second pass of a pair beside the first (packed: its scheduler on the quads the
+        # first leaves, and its landing crossbar)
+        "pair": lambda: PairCrossbar(rows=p.lanes, quads=p.quads, line_bits=p.line_bits),
+        # the load shuffle reads the row-buffer ring (two passes' blocks; four under packed)
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
         "unit": lambda: LoadStoreUnit(p),
@@ -103,8 +107,8 @@ def asic_blocks(policy: str):
     ``fetch_deep`` and ``unit_deep`` are the global fetch stage and the unit with
     ``DEEP_GLOBAL_PORT`` (not in the default run)."""
     full = Params(schedule=policy, smem_bytes=FULL_SMEM_BYTES)
-    pick = ("scheduler", "crossbar", "decompress", "shuffle", "store_shuffle", "fetch", "fetch_deep", "tmem_quadrant",
-            "copy")
+    pick = ("scheduler", "crossbar", "decompress", "pair", "shuffle", "store_shuffle", "fetch", "fetch_deep",
+            "tmem_quadrant", "copy")
     found = {k: v for k, v in blocks(policy).items() if k in pick}
     found["unit"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0))
     found["unit_deep"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0, **DEEP_GLOBAL_PORT))
@@ -116,7 +120,7 @@ def asic_blocks(policy: str):
 #: scheduling the work
 ASIC_BLOCKS = {"scheduler": 20, "crossbar": 20, "decompress": 10, "shuffle": 60, "store_shuffle": 30,
                "fetch": 90, "tmem_quadrant": 140, "copy": 60, "unit": 240, "unit_tmem": 800}
-ASIC_MORE = {"unit_tmem_rtlil": 750, "fetch_deep": 600, "unit_deep": 900}
+ASIC_MORE = {"unit_tmem_rtlil": 750, "fetch_deep": 600, "unit_deep": 900, "pair": 30}
 
 
 class Registered(Elaboratable):
@@ -422,9 +426,9 @@ def _write(out: Path, flow: str, rows: list) -> None:
 FPGA_BLOCKS = {"scheduler": 90, "crossbar": 120, "decompress": 60, "shuffle": 300, "store_shuffle": 120,
                "fetch": 900, "copy": 300, "unit": 1200, "tmem_quadrant_1bank": 900}
 #: blocks outside the default run: those that do not fit the ECP5-85k (a two-bank quadrant, the
-#: unit with four), which would lengthen it by half an hour for a "does not fit", and the
-#: global fetch stage built to hide a long memory latency
-FPGA_MORE = {"tmem_quadrant": 400, "unit_tmem": 2400, "fetch_deep": 1800}
+#: unit with four), which would lengthen it by half an hour for a "does not fit", the global
+#: fetch stage built to hide a long memory latency, and the packed policy's pair crossbar
+FPGA_MORE = {"tmem_quadrant": 400, "unit_tmem": 2400, "fetch_deep": 1800, "pair": 300}
 
 
 def main(argv=None) -> int:

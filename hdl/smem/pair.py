@@ -3,7 +3,7 @@ landing crossbar."""
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Signal
+from amaranth import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,13 +18,14 @@ class PairCrossbar(wiring.Component):
     """Which rows of the second pass of a pair the bank quads serve beside the first pass's,
     and the rows they deliver (:attr:`~tensorlsu.hdl.params.Params.pair_passes`).
 
-    A quad the first pass reads this cycle serves every eligible row of the second pass with
-    the line it reads (a line both passes hold is read once). Each other quad serves its
-    lowest eligible row of the second pass and every row with that line, as
+    A quad the first pass reads this cycle serves nothing of the second; each other quad
+    serves its lowest eligible row of the second pass and every row with that line, as
     :class:`~tensorlsu.hdl.smem.scheduler.BankScheduler` does. So while both passes are
-    served, every quad holding a row of either reads one of their distinct lines each cycle,
-    and the pair takes as many cycles as its busiest quad has distinct lines (formal/specs.py,
-    ``pair``).
+    served, every quad holding a row of either reads one of its lines each cycle, and the pair
+    takes as many cycles as its busiest quad has distinct lines (formal/specs.py, ``pair``).
+    This implementation assumes the two passes hold no 16-byte row in common, which is so for
+    every two-pass fragment at every legal stride (lines of 32 bytes or more, at least a line
+    apart): a row of both would be read once for each.
 
     Combinational, except the landing: ``land[j]`` is the row slot ``j``'s quad read a cycle
     ago (the quad registered, as in :class:`~tensorlsu.hdl.smem.crossbar.BankCrossbar`).
@@ -41,8 +42,7 @@ class PairCrossbar(wiring.Component):
     quad, line : In(ArrayLayout(quad_bits, rows)), In(ArrayLayout(line_bits, rows))
         Each row's bank quad and line within it.
     first_access : In(quads)
-        The quads the first pass reads this cycle; ``first_line``: the line each reads.
-    first_line : In(ArrayLayout(line_bits, quads))
+        The quads the first pass reads this cycle.
     served : Out(rows)
         Rows served this cycle.
     access : Out(quads)
@@ -59,7 +59,7 @@ class PairCrossbar(wiring.Component):
         super().__init__({
             "eligible": In(rows), "quad": In(data.ArrayLayout(qb, rows)),
             "line": In(data.ArrayLayout(line_bits, rows)),
-            "first_access": In(quads), "first_line": In(data.ArrayLayout(line_bits, quads)),
+            "first_access": In(quads),
             "served": Out(rows), "access": Out(quads), "addr": Out(data.ArrayLayout(line_bits, quads)),
             "quad_data": In(data.ArrayLayout(ROW_BITS, quads)), "land": Out(data.ArrayLayout(ROW_BITS, rows))})
 
@@ -67,15 +67,10 @@ class PairCrossbar(wiring.Component):
         m = Module()
         R, Q = self.nrows, self.quads
         sched = m.submodules.sched = BankScheduler(rows=R, quads=Q, line_bits=self.line_bits)
-        # per row: its quad is the first pass's, and that quad reads the row's line
-        taken, shared = Signal(R), Signal(R)
-        for j in range(R):
-            in_quad = [self.quad[j] == q for q in range(Q)]
-            m.d.comb += [taken[j].eq(Cat(*[in_quad[q] & self.first_access[q] for q in range(Q)]).any()),
-                         shared[j].eq(Cat(*[in_quad[q] & self.first_access[q] & (self.first_line[q] == self.line[j])
-                                            for q in range(Q)]).any())]
-        m.d.comb += [sched.eligible.eq(self.eligible & ~taken),
-                     self.served.eq(sched.served | (self.eligible & shared))]
+        # per row: the first pass reads its quad this cycle
+        taken = Signal(R)
+        m.d.comb += [taken[j].eq(self.first_access.bit_select(self.quad[j], 1)) for j in range(R)]
+        m.d.comb += [sched.eligible.eq(self.eligible & ~taken), self.served.eq(sched.served)]
         m.d.comb += [sched.quad[j].eq(self.quad[j]) for j in range(R)]
         m.d.comb += [sched.line[j].eq(self.line[j]) for j in range(R)]
         m.d.comb += [self.access[q].eq(sched.grant[q].valid) for q in range(Q)]

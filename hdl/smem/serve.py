@@ -55,8 +55,8 @@ class BankStage(wiring.Component):
     the two passes of a wmma.load are taken together (``take.pair``; the second into the
     ``second_`` registers), and start together once neither is ``blocked`` (``blocked``,
     ``second_blocked``): the second's rows take the quads the first leaves free each cycle
-    and share the lines it reads (:class:`~tensorlsu.hdl.smem.pair.PairCrossbar`), and each
-    lands through its own landing crossbar. Starting together, the pair takes its busiest
+    (:class:`~tensorlsu.hdl.smem.pair.PairCrossbar`), and each lands through its own landing
+    crossbar. Starting together, the pair takes its busiest
     quad's distinct lines, the same count however the ports wait; the second's cycles are
     counted only where the first's are not, so that the entries' counts add up to the pair's.
 
@@ -268,7 +268,6 @@ class BankStage(wiring.Component):
         m.d.comb += [px.quad[j].eq(n["addr"][j][4:4 + qb]) for j in range(R)]
         m.d.comb += [px.line[j].eq(n["addr"][j][4 + qb:4 + qb + LB]) for j in range(R)]
         m.d.comb += [px.first_access[q].eq(xbar.access[q] & s["ok"]) for q in range(p.quads)]
-        m.d.comb += [px.first_line[q].eq(xbar.addr[q]) for q in range(p.quads)]
         m.d.comb += [px.quad_data[q].eq(xbar.quad_data[q]) for q in range(p.quads)]
         m.d.comb += [n["finish"].eq(n["valid"] & ((n["pending"] & ~n["served"]) == 0)),
                      second_free.eq(~n["valid"] | n["finish"])]
