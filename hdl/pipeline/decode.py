@@ -23,7 +23,7 @@ def form_constants(p: Params, inf: forms.FormInfo) -> list[dict]:
               # the result's last beat (a store: its completion beat)
               "lastbeat": inf.nregs - 1 if inf.load else 0,
               "fmt": FORMAT_CODES[inf.src_fmt], "lastpass": len(inf.passes) - 1,
-              # ring space: packed entries take whole halves of the ring
+              # ring space: packed entries take whole passes of the ring
               "align": max(inf.align, W // BLOCK) - 1}
     out = []
     for q in range(len(inf.passes)):

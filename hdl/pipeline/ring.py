@@ -11,6 +11,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import Params
+from . import forms
+from .decode import form_constants
 from .forms import BLOCK
 from .records import EntriesSignature, TakeSignature
 
@@ -78,6 +80,18 @@ class RowRing(wiring.Component):
                                         for b in range(len(blocks))])
         return (head != fill_buf) & (window & (busy | waiting)).any()
 
+    def _check_pairs(self):
+        """Each pass of a pair fills one whole pass of the ring, aligned to a pass: the second
+        starts a pass after the first."""
+        p = self.params
+        for f in range(len(forms.FORMS)):
+            consts = form_constants(p, forms.info(f))
+            if len(consts) == 2 and consts[0]["load"] and consts[0]["wmma"]:
+                for c in consts:
+                    if (c["blocks"], c["align"] + 1) != (p.pass_blocks, p.pass_blocks):
+                        raise ValueError(f"form {forms.FORMS[f]}: a pass of a pair must fill and be aligned to "
+                                         f"{p.pass_blocks} ring blocks, not {c['blocks']} / {c['align'] + 1}")
+
     def _place(self, m, start, c, name):
         """The ring blocks a pass with constants ``c`` fills from block ``start``, and those of
         its first window."""
@@ -103,9 +117,11 @@ class RowRing(wiring.Component):
         with m.If(tk.ok & c.load):
             m.d.sync += alloc.eq(self.start + c.blocks)
         if p.pair_passes:
-            # the second pass of a pair taken with the first: the blocks after the first's
+            # the second pass of a pair taken with the first: the pass after the first's (a
+            # constant offset, so that the second's go-ahead is no later than the first's)
             c2 = tk.second_pass.consts
-            m.d.comb += self.second_start.eq((self.start + c.blocks + c2.align) & ~c2.align)
+            self._check_pairs()
+            m.d.comb += self.second_start.eq(self.start + p.pass_blocks)
             second_blocks, second_take_window = self._place(m, self.second_start, c2, "second")
             with m.If(tk.pair):
                 m.d.sync += alloc.eq(self.second_start + c2.blocks)
