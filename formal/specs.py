@@ -376,8 +376,10 @@ class StreamRules(Elaboratable):
         # No result beat without an instruction in flight.
         with m.If(accepted == completed):
             m.d.comb += Assert(~d.result.valid, "no result beat without an instruction in flight")
-        # At most one instruction in A, two in B's queue and three in the result entries.
-        m.d.comb += Assert((accepted - completed) <= 6, "at most six instructions in flight")
+        # At most one instruction in A, a queue's worth in B and one in each result entry.
+        p = d.params
+        m.d.comb += Assert((accepted - completed) <= 1 + p.pass_queue_depth + p.entries,
+                           "at most as many instructions in flight as A, B and the entries hold")
         # Covers: a refused instruction, and a stall of the result stream.
         m.d.comb += Cover(d.result.valid & (d.result.payload.error != Error.NONE), "a refused instruction's beat")
         m.d.comb += Cover(prev["result"][0] & ~prev["result"][1] & d.result.valid & d.result.ready,
@@ -615,6 +617,7 @@ SPECS = {
     "streams": (lambda: StreamRules(), "bmc", 6,
                 "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),
     "streams_cover": (lambda: StreamRules(), "cover", 8, "a refused instruction's beat; a stalled result beat"),
+    "streams_packed": (lambda: StreamRules("packed"), "bmc", 6, "the same under packed (pairs, five entries)"),
     "pass_queue": (lambda: PassQueueOrder(), "prove", 3,
                    "induction over the queue's state, with its invariants asserted"),
     "pass_queue_cover": (lambda: PassQueueOrder(), "cover", 12, "three passes through and a full queue"),
