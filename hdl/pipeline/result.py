@@ -170,7 +170,7 @@ class ResultStage(wiring.Component):
             landing.append((land.buf, land_all))
             with m.If(finished):
                 m.d.sync += self._finished.bit_select(buf, 1).eq(1)
-        # one statement per entry: both sources land in it (in different cycles)
+        # one statement per entry, so that neither source's landing overrides the other's
         for b in range(E):
             m.d.sync += self._landed[b].eq(self._landed[b] | reduce(operator.or_, [Mux(buf == b, slots, 0)
                                                                                  for buf, slots in landing]))

@@ -56,9 +56,9 @@ class BankStage(wiring.Component):
     ``second_`` registers), and start together once neither is ``blocked`` (``blocked``,
     ``second_blocked``): the second's rows take the quads the first leaves free each cycle
     (:class:`~tensorlsu.hdl.smem.pair.PairCrossbar`), and each lands through its own landing
-    crossbar. Starting together, the pair takes its busiest
-    quad's distinct lines, the same count however the ports wait; the second's cycles are
-    counted only where the first's are not, so that the entries' counts add up to the pair's.
+    crossbar. Starting together, the pair takes its busiest quad's distinct lines, the same
+    count however the ports wait; the second's cycles are counted only where the first's are
+    not, so that the entries' counts add up to the pair's.
 
     Priorities: a take overrides a window's step, which overrides nothing else. This
     implementation assumes a store's rows are distinct (the accept stage refuses others) and
