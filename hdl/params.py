@@ -296,10 +296,9 @@ class Params:
         """Result entries (:class:`~tensorlsu.hdl.pipeline.result.ResultStage`): one emitting,
         one filled and waiting, one filling; with paired passes two pairs and one more, so that
         the next pair (two free entries) is taken while the beats of the pair before the last
-        are still leaving (with four it waited a cycle every other pair: 8.5 clocks for an
-        8-cycle 1 KiB fragment back to back). An entry is taken only the cycle after its
-        previous instruction gave its last beat, so the take (and all of the bank stage)
-        depends on no result handshake of the same cycle."""
+        are still leaving (with four, it waited for their last beat). An entry is taken only
+        the cycle after its previous instruction gave its last beat, so the take (and all of
+        the bank stage) depends on no result handshake of the same cycle."""
         return 5 if self.pair_passes else 3
 
     @property

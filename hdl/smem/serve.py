@@ -98,8 +98,6 @@ class BankStage(wiring.Component):
         R, W, NW = p.lanes, p.window, p.windows
         s = self._s = {}                # the stage's registers, by name
         s["valid"], s["buf"] = Signal(name="f_valid"), Signal(range(p.entries), name="f_buf")
-        # the pass is the first of a pair, not yet started (both start together)
-        s["pair"] = Signal(name="f_pair")
         s["start"], s["form"] = Signal(range(p.row_blocks), name="f_start"), Signal(FORM_BITS, name="f_form")
         s["addr"] = [Signal(p.smem_addr_bits, name=f"f_addr{i}", reset_less=True) for i in range(R)]
         s["pending"], s["recv"] = Signal(R, name="f_pending"), Signal(range(R + 1), name="f_recv")
@@ -184,9 +182,10 @@ class BankStage(wiring.Component):
         if not p.pair_passes:
             m.d.comb += go.eq(~self.blocked)
         else:
-            # the first of a pair goes with its second, and from then on alone (a window no
-            # longer blocked stays so: the entries it waits for only read less)
-            s["pair_go"] = Signal(name="f_pair_go")
+            # the pass is the first of a pair, not yet started: it goes with its second, and
+            # from then on alone (a window no longer blocked stays so: the entries it waits for
+            # only read less)
+            s["pair"], s["pair_go"] = Signal(name="f_pair"), Signal(name="f_pair_go")
             m.d.comb += go.eq(~self.blocked & (~s["pair"] | s["pair_go"]))
             with m.If(s["ok"]):
                 m.d.sync += s["pair"].eq(0)
@@ -284,7 +283,7 @@ class BankStage(wiring.Component):
                      pr.second_count.eq(n["ok"] & n["pending"].any() & ~s["granted"])]
         land = pr.second_land
         m.d.sync += [land.slots.eq(n["served"]), land.win.eq(0), land.buf.eq(n["buf"]), land.first.eq(n["start"])]
-        self._half_swap(m, n["addr"], [px.land[j] for j in range(R)], pr.second_land_rows, "f2_")
+        self._half_swap(m, n["addr"], [px.land[j] for j in range(R)], pr.second_land_rows, "f2_", pairs_only=True)
         return n
 
     # -- stmatrix source beats ---------------------------------------------------------------
@@ -335,13 +334,15 @@ class BankStage(wiring.Component):
             m.d.comb += [d.row.eq(self.banks.rdata[q]), d.fmt.eq(land_fmt), xbar.quad_data[q].eq(d.out)]
         self._half_swap(m, s["addr"], [xbar.land[j] for j in range(W)], self.progress.land_rows, "f_")
 
-    def _half_swap(self, m, addr, rows, land_rows, prefix):
+    def _half_swap(self, m, addr, rows, land_rows, prefix, pairs_only=False):
         """``land_rows[j]`` is ``rows[j]``, but that a wmma line narrower than a row (8 bytes)
         may start in the upper half of its row: such a slot lands with its halves swapped, so
-        its bytes are always bytes 0-7 (``addr``: the slots' addresses as of the read)."""
+        its bytes are always bytes 0-7 (``addr``: the slots' addresses as of the read;
+        ``pairs_only``: the rows are those of a pair's second pass, whose forms have two)."""
         W = len(rows)
         half_slots = sorted({j % W for inf in map(forms.info, range(len(forms.FORMS)))
-                             if inf.wmma and inf.line_bytes < ROW_BYTES for q in inf.passes for j in range(len(q))})
+                             if inf.wmma and inf.line_bytes < ROW_BYTES and (len(inf.passes) == 2 or not pairs_only)
+                             for q in inf.passes for j in range(len(q))})
         land_half = Signal(W, name=f"{prefix}land_half")
         m.d.sync += [land_half[j].eq(addr[j][3]) for j in half_slots]
         h = ROW_BITS // 2
