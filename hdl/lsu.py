@@ -164,7 +164,8 @@ class LoadStoreUnit(wiring.Component):
             wiring.connect(m, wiring.flipped(getattr(self, port)), getattr(banks, port))
         wiring.connect(m, banks.dump, wiring.flipped(self.dump))
         m.d.comb += [accept.smem_size.eq(self.smem_size), take.free.eq(result.free), take.tail.eq(result.tail),
-                     take.start.eq(ring.start), bank.blocked.eq(ring.blocked)]
+                     take.start.eq(ring.start), bank.blocked.eq(ring.blocked),
+                     take.store_room.eq(bank.store_room)]
 
         if p.global_port:
             m.submodules.fetch = fetch = GlobalFetch(p)

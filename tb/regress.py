@@ -235,19 +235,20 @@ class Deck:
         if rng.random() < 0.06:
             a = _break(rng, ins, a, smem_bytes)
         job = {"form": fid, "addr": a}
+        if ins.op == "stmatrix":
+            # every stmatrix's beats, refused or not, as a producer sends them (the streams'
+            # idle puts them before, with or after the instruction): the unit drops a refused one's
+            regs = nrng.integers(0, 1 << 32, (32, ins.nregs), dtype=np.uint64)
+            job["store"] = [[int(regs[t, r]) for t in range(32)] for r in range(ins.nregs)]
         try:
             cycles = model.wavefronts(ins, a, self.policy)
             if ins.op == "ldmatrix":
                 exp["regs"] = model.ldmatrix(ins, self.mem, a)
             else:
-                regs = nrng.integers(0, 1 << 32, (32, ins.nregs), dtype=np.uint64)
                 self.mem = model.stmatrix(ins, self.mem, a, regs)
-                job["store"] = [[int(regs[t, r]) for t in range(32)] for r in range(ins.nregs)]
             exp["cycles"] = cycles
         except model.ModelError as e:
             exp["error"] = str(e)
-            if ins.op == "stmatrix":
-                job["store"] = []
         return job, exp
 
 

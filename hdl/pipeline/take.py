@@ -38,6 +38,9 @@ class Take(wiring.Component):
         The ring's first block for the pass (:class:`~tensorlsu.hdl.pipeline.ring.RowRing`).
     stages_free : In(1)
         The bank stage and the global fetch stage are free (or end their pass this cycle).
+    store_room : In(1)
+        The bank stage may owe a refused stmatrix's beats
+        (:class:`~tensorlsu.hdl.smem.owed.StoreOwed`): a refused stmatrix waits until it may.
     second : In(stream.Signature(pass_layout(params))), with paired passes
         The pass behind the queue's head (its ``ready``: it leaves too).
     second_free, second_tail, second_start : with paired passes, the entry after ``tail`` is
@@ -53,7 +56,7 @@ class Take(wiring.Component):
         self.params = p = params
         super().__init__({
             "pop": In(stream.Signature(pass_layout(p))), "free": In(1), "tail": In(range(p.entries)),
-            "start": In(range(p.row_blocks)), "stages_free": In(1),
+            "start": In(range(p.row_blocks)), "stages_free": In(1), "store_room": In(1),
             "take": Out(TakeSignature(p)), "shared": Out(TakeSignature(p)), "global_": Out(TakeSignature(p)),
             **({"second": In(stream.Signature(pass_layout(p))), "second_free": In(1),
                 "second_tail": In(range(p.entries)), "second_start": In(range(p.row_blocks))}
@@ -63,14 +66,16 @@ class Take(wiring.Component):
         m = Module()
         pop, tk = self.pop, self.take
         ok = pop.payload.err == Error.NONE
+        c = pop.payload.consts
         room = Signal()                 # the entries and the second pass a pair needs are there
+        owes = Signal()                 # a refused stmatrix, whose beats the bank stage takes
+        m.d.comb += owes.eq(~ok & c.valid & ~c.load)
         m.d.comb += [tk.offered.eq(pop.valid), tk.pass_.eq(pop.payload), tk.free.eq(self.free),
                      tk.tail.eq(self.tail), tk.start.eq(self.start),
-                     tk.take.eq(pop.valid & self.free & (~ok | self.stages_free) & room), tk.ok.eq(tk.take & ok),
+                     tk.take.eq(pop.valid & self.free & (~ok | self.stages_free) & room & (~owes | self.store_room)), tk.ok.eq(tk.take & ok),
                      pop.ready.eq(tk.take)]
         names = ("offered", "pass_", "free", "tail", "take", "start")
         if self.params.pair_passes:
-            c = pop.payload.consts
             pair = Signal()             # the head is the first pass of a shared-memory pair
             m.d.comb += [pair.eq(ok & c.load & c.wmma & ~c.final & ~pop.payload.glob),
                          room.eq(~pair | (self.second.valid & self.second_free)),

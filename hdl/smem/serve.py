@@ -16,6 +16,7 @@ from ..pipeline.shuffle import StoreShuffle
 from .banks import BankPortSignature
 from .crossbar import BankCrossbar
 from .decompress import Decompressor
+from .owed import StoreOwed
 from .pair import PairCrossbar
 from .scheduler import BankScheduler
 
@@ -79,6 +80,9 @@ class BankStage(wiring.Component):
     busy : Out(1)
         A pass is being served; ``free``: none is, or it ends this cycle; ``advance``: its
         next window comes next cycle.
+    store_room : Out(1)
+        A refused stmatrix may be taken: its source beats, which the store port owes it, fit
+        (they are taken and dropped in their turn, :class:`~tensorlsu.hdl.smem.owed.StoreOwed`).
     second_blocked : In(1), with paired passes
         The ring's go-ahead for the second pass of the pair.
     """
@@ -89,7 +93,7 @@ class BankStage(wiring.Component):
             "take": In(TakeSignature(p)), "blocked": In(1),
             "store": In(stream.Signature(data.ArrayLayout(unsigned(32), p.lanes))),
             "banks": Out(BankPortSignature(p)), "progress": Out(ProgressSignature(p)),
-            "busy": Out(1), "free": Out(1), "advance": Out(1),
+            "busy": Out(1), "free": Out(1), "advance": Out(1), "store_room": Out(1),
             **({"second_blocked": In(1)} if p.pair_passes else {})})
 
     def elaborate(self, platform):
@@ -115,6 +119,7 @@ class BankStage(wiring.Component):
         s["final"], s["count"] = Signal(name="f_final"), Signal(name="f_count")
         # the second pass of a pair may not take its turn, or is not there: free of it
         second_free = Signal(name="f_second_free")
+        self._owed = m.submodules.owed = StoreOwed()
         self._window(m, xbar)
         second = self._second(m, xbar, second_free) if p.pair_passes else None
         if second is None:
@@ -142,7 +147,7 @@ class BankStage(wiring.Component):
             m.d.sync += [s["valid"].eq(1), s["buf"].eq(tk.tail), s["form"].eq(tk.pass_.form), s["win"].eq(0),
                          s["start"].eq(tk.start), s["lastwin"].eq(c.lastwin), s["pending"].eq(c.used),
                          s["cost"].eq(tk.pass_.cost), s["final"].eq(c.final),
-                         s["recv"].eq(self.store.valid & self.store.ready & pre),
+                         s["recv"].eq(self.store.valid & pre),
                          s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
             m.d.sync += [s["addr"][i].eq(tk.pass_.addr[i]) for i in range(R)]
             if p.precompare:
@@ -189,7 +194,9 @@ class BankStage(wiring.Component):
             m.d.comb += go.eq(~self.blocked & (~s["pair"] | s["pair_go"]))
             with m.If(s["ok"]):
                 m.d.sync += s["pair"].eq(0)
-        m.d.comb += s["ok"].eq(s["valid"] & Mux(s["load"], go, self.store.valid if direct else all_recv))
+        # a direct store's window waits for its own beat: none while older beats are owed
+        own_beat = self.store.valid & ~self._owed.ahead
+        m.d.comb += s["ok"].eq(s["valid"] & Mux(s["load"], go, own_beat if direct else all_recv))
         m.d.comb += [xbar.eligible.eq(pending[:W]), s["served"].eq(Mux(s["ok"], xbar.served, 0))]
         m.d.comb += [xbar.quad[j].eq(addr[j][4:4 + qb]) for j in range(W)]
         m.d.comb += [xbar.line[j].eq(addr[j][4 + qb:4 + qb + LB]) for j in range(W)]
@@ -288,26 +295,35 @@ class BankStage(wiring.Component):
 
     # -- stmatrix source beats ---------------------------------------------------------------
     def _stores(self, m, xbar, second_free):
-        """The window's store rows; returns ``pre``: the next stmatrix's first beat is taken
-        in the cycle the current one ends (packed)."""
-        p, s, tk = self.params, self._s, self.take
+        """The window's store rows, and the beats owed by refused stmatrix instructions
+        (:class:`~tensorlsu.hdl.smem.owed.StoreOwed`); returns ``pre``: the next stmatrix's
+        first beat is taken in the cycle the current one ends (packed)."""
+        p, s, tk, owed = self.params, self._s, self.take, self._owed
         R, W = p.lanes, p.window
+        c = tk.pass_.consts
         sshuf = m.submodules.store_shuffle = StoreShuffle(lanes=R, form_bits=FORM_BITS)
         pre = Signal(name="f_pre")
-        hs = self.store.valid & self.store.ready
+        own = Signal(name="f_store_own")        # the bank stage's ready for its own beat
+        hs = self.store.valid & own
+        store = c.valid & ~c.load
+        m.d.comb += [owed.refused.eq(tk.take & (tk.pass_.err != Error.NONE) & store),
+                     owed.refused_beats.eq(c.nregs), owed.taken.eq(tk.ok & store),
+                     owed.beat.eq(self.store.valid), self.store_room.eq(owed.room),
+                     self.store.ready.eq(own | owed.drain)]
         if p.store_direct:
             # a beat is taken in the cycle its window's last rows are written
-            m.d.comb += self.store.ready.eq(s["valid"] & ~s["load"] & s["done"])
+            m.d.comb += [owed.wants.eq(s["valid"] & ~s["load"]),
+                         own.eq(s["valid"] & ~s["load"] & s["done"] & ~owed.ahead)]
             m.d.comb += [sshuf.form.eq(s["form"]), sshuf.beat.eq(s["win"]), sshuf.data.eq(self.store.payload)]
             m.d.comb += [xbar.rows[j].eq(sshuf.rows[j]) for j in range(W)]
             return pre
         # The first beat of the next stmatrix may arrive in the cycle the current one writes
         # its last rows (it fills other rows, or rows already read): stores run back to back.
-        c = tk.pass_.consts
         rows = [Signal(ROW_BITS, name=f"f_store_row{i}", reset_less=True) for i in range(R)]
-        m.d.comb += pre.eq(s["finish"] & second_free & tk.offered & (tk.pass_.err == Error.NONE) & tk.free & c.valid
-                           & ~c.load)
-        m.d.comb += self.store.ready.eq((s["valid"] & ~s["load"] & (s["recv"] != s["nregs"])) | pre)
+        wants = s["valid"] & ~s["load"] & (s["recv"] != s["nregs"])
+        m.d.comb += pre.eq(s["finish"] & second_free & tk.offered & (tk.pass_.err == Error.NONE) & tk.free & store
+                           & ~owed.ahead & ~owed.behind)
+        m.d.comb += [owed.wants.eq(wants), own.eq((wants & ~owed.ahead) | pre)]
         m.d.comb += [sshuf.form.eq(Mux(pre, tk.pass_.form, s["form"])), sshuf.beat.eq(Mux(pre, 0, s["recv"])),
                      sshuf.data.eq(self.store.payload)]
         with m.If(hs):

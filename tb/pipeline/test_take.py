@@ -5,7 +5,7 @@ inputs that matters.
 Expected values: the take rule (docs/ARCHITECTURE.md, "The take"): a pass leaves when the queue
 offers one and the next entry is free and, unless it was refused, both serving stages are free;
 a shared pass goes to the bank stage, a global one to the fetch stage, every one to the result
-stage and the ring. The merge: the busy stage's entry, rows from the stage that lands them."""
+stage and the ring; a refused stmatrix waits for the bank stage's room for its owed beats. The merge: the busy stage's entry, rows from the stage that lands them."""
 
 import itertools
 
@@ -29,16 +29,21 @@ def test_the_take_rule():
     async def bench(ctx):
         ctx.set(dut.tail, 2)
         ctx.set(dut.start, 1)
-        for offered, free, stages_free, refused, glob in itertools.product((0, 1), repeat=5):
+        for offered, free, stages_free, refused, glob, store, room in itertools.product((0, 1), repeat=7):
+            if store and glob:
+                continue
             ctx.set(dut.pop.valid, offered)
             ctx.set(dut.free, free)
             ctx.set(dut.stages_free, stages_free)
+            ctx.set(dut.store_room, room)
             ctx.set(dut.pop.payload.err, Error.STRIDE if refused else Error.NONE)
             ctx.set(dut.pop.payload.glob, glob)
+            ctx.set(dut.pop.payload.consts.valid, 1)
+            ctx.set(dut.pop.payload.consts.load, 1 - store)
             await ctx.delay(1e-9)
-            take = bool(offered and free and (refused or stages_free))
+            take = bool(offered and free and (refused or stages_free) and (room or not (store and refused)))
             ok = take and not refused
-            case = (offered, free, stages_free, refused, glob)
+            case = (offered, free, stages_free, refused, glob, store, room)
             assert ctx.get(dut.pop.ready) == take, case
             assert (ctx.get(dut.take.take), ctx.get(dut.take.ok)) == (take, ok), case
             assert (ctx.get(dut.shared.take), ctx.get(dut.shared.ok)) == (take, ok and not glob), case

@@ -139,25 +139,35 @@ def test_rtl_backend_names_a_global_address_outside_its_image():
 def test_every_pair_of_overlapping_stmatrix_rows_is_refused():
     """Two threads storing one row is refused (OVERLAP) for every pair of rows of .x1, .x2 and
     .x4, whatever their distance: the unit checks the pairs over one or two cycles by
-    distance, so each distance is a separate comparator. Distinct rows store normally, and a
-    refused store writes nothing."""
+    distance, so each distance is a separate comparator. Distinct rows store normally; a
+    refused store takes its beats (sent as for any stmatrix) and writes nothing: the memory
+    read back holds the good stores' words only (their registers, by the model)."""
     jobs, expect = [], []
+    mem = np.zeros(16 * 1024, dtype=np.uint8)
     for num in (1, 2, 4):
-        fid = forms.form_id(ptx.parse(f"stmatrix.sync.aligned.m8n8.x{num}.shared.b16", "sm_90"))
+        ins = ptx.parse(f"stmatrix.sync.aligned.m8n8.x{num}.shared.b16", "sm_90")
+        fid = forms.form_id(ins)
         rows = 8 * num
         base = [16 * (3 * i + 1) for i in range(rows)]  # distinct rows
-        jobs.append({"form": fid, "addr": base, "store": [[r * 32 + t for t in range(32)] for r in range(num)]})
+        base += [base[t % rows] for t in range(rows, 32)]
+        regs = np.array([[r * 32 + t + 1 for r in range(num)] for t in range(32)], dtype=np.uint64)
+        mem = model.stmatrix(ins, mem, base, regs)
+        jobs.append({"form": fid, "addr": base, "store": regs.T.tolist()})
         expect.append(Error.NONE)
         for i in range(rows):
             for j in range(i + 1, rows):
                 a = list(base)
                 a[j] = a[i]
-                jobs.append({"form": fid, "addr": a, "store": []})
+                jobs.append({"form": fid, "addr": a, "store": [[0xDEAD0000 + i * 64 + j] * 32] * num})
                 expect.append(Error.OVERLAP)
-    results, _ = run_jobs([{"burst": jobs[k:k + 8]} for k in range(0, len(jobs), 8)], sim="verilator")
+    bursts = [{"burst": jobs[k:k + 8]} for k in range(0, len(jobs), 8)]
+    bursts[0]["image"] = bytes(len(mem)).hex()
+    bursts[-1]["dump_lines"] = len(mem) // 128
+    results, _ = run_jobs(bursts, sim="verilator")
     got = [r["error"] for b in results for r in b["burst"]]
     assert got == [e.value for e in expect]
     assert len(got) == 3 + 28 + 120 + 496
+    assert bytes.fromhex(results[-1]["dump"]) == mem.tobytes()
 
 
 def test_regression_names_the_first_mismatch():
