@@ -22,7 +22,7 @@ def _replay(args) -> int:
             return 2
     t0 = time.perf_counter()
     try:
-        with open(args.trace) as f:
+        with open(args.trace, "rb") as f:
             records = list(trace.read(f))
         if args.select:
             prefixes = tuple(args.select.split(","))
@@ -49,9 +49,13 @@ def _replay(args) -> int:
         return 2
     dt = time.perf_counter() - t0
     if args.emit:
-        with open(args.emit, "w") as f:
-            for o in outcomes:
-                f.write(json.dumps(trace.emitted(o), separators=(",", ":")) + "\n")
+        try:
+            with open(args.emit, "w") as f:
+                for o in outcomes:
+                    f.write(json.dumps(trace.emitted(o), separators=(",", ":")) + "\n")
+        except OSError as e:
+            print(f"tensorlsu replay: --emit: {e}", file=sys.stderr)
+            return 2
     print(trace.format_table(trace.summarize(outcomes)))
     failed = [o for o in outcomes if not o.passed]
     for o in failed[: args.show]:
@@ -86,11 +90,31 @@ def _draw(args) -> int:
             grid = draw.schedule(ins, addr, args.policy)
         out = args.out or "".join(ch if ch.isalnum() else "_" for ch in ins.form) + ".svg"
         draw.save(grid, out)
+    except OSError as e:
+        print(f"tensorlsu draw: --out: {e}", file=sys.stderr)
+        return 2
     except (PtxError, ModelError, ValueError) as e:
         print(f"tensorlsu draw: {e}", file=sys.stderr)
         return 2
     print(f"tensorlsu draw: {grid.title} -> {out}")
     return 0
+
+
+def _count(text: str) -> int:
+    """A non-negative integer option."""
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return n
+
+
+def _smem_bytes(text: str) -> int:
+    """--smem-bytes: a shared memory a CTA can have (1 … the largest the targets have)."""
+    from tensorlsu.sim.model import SMEM_BYTES
+    n = int(text)
+    if not 0 < n <= SMEM_BYTES:
+        raise argparse.ArgumentTypeError(f"{text} bytes: shared memory is 1 … {SMEM_BYTES} bytes")
+    return n
 
 
 def main(argv=None) -> int:
@@ -103,7 +127,7 @@ def main(argv=None) -> int:
                    help="simulator of the rtl backend")
     r.add_argument("--policy", default="h200", choices=["h200", "packed"],
                    help="bank scheduling policy used for wavefronts")
-    r.add_argument("--smem-bytes", type=int, metavar="N",
+    r.add_argument("--smem-bytes", type=_smem_bytes, metavar="N",
                    help="shared memory of records without 'smem' (model: 228 KiB) and of the unit "
                         "(rtl: the smallest size that holds every record's rows and image)")
     r.add_argument("--select", metavar="PREFIXES",
@@ -113,7 +137,7 @@ def main(argv=None) -> int:
     r.add_argument("--waves", action="store_true",
                    help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
-    r.add_argument("--show", type=int, default=20, metavar="N", help="print at most N failures")
+    r.add_argument("--show", type=_count, default=20, metavar="N", help="print at most N failures")
     d = sub.add_parser("draw", help="picture of a form's layout (who holds which element), of the "
                                     "bank quads' cycles for an ldmatrix / stmatrix address pattern, or "
                                     "of where a tcgen05.cp puts shared memory for a descriptor")

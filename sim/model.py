@@ -20,7 +20,8 @@ from .ptx import WMMA_BITS, Instr
 
 __all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "wmma_wavefront_groups",
            "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tcgen05_cp", "tmem_image",
-           "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride"]
+           "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride",
+           "integer", "registers", "ADDR_BITS", "STRIDE_BITS", "REG_BITS"]
 
 #: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).
 TMEM_LANES = 128
@@ -58,11 +59,62 @@ def _u8(img, what: str) -> np.ndarray:
     return a
 
 
+#: Operand widths as PTX gives them: a shared-memory address (``.shared::cta`` window), a
+#: wmma.load's stride, a register.
+ADDR_BITS, STRIDE_BITS, REG_BITS = 32, 32, 32
+
+
+def integer(v, what: str, bits: int | None = None, signed: bool = False) -> int:
+    """``v`` as a Python int: an integer (not a bool, a float or a string) that fits ``bits``
+    bits (unsigned, or two's complement with ``signed``); else :class:`ModelError` naming
+    ``what``."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise ModelError(f"{what} must be an integer, not {type(v).__name__} {v!r}"[:200])
+    v = int(v)
+    if bits is not None:
+        lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
+        if not lo <= v < hi:
+            shown = f"{v:#x}" if abs(v) < 1 << 128 else f"a {v.bit_length()}-bit number"
+            span = f"-2^{bits - 1} … 2^{bits - 1} - 1" if signed else f"0 … 2^{bits} - 1"
+            raise ModelError(f"{what} {shown} is outside {span}: not a {bits}-bit operand")
+    return v
+
+
 def _addr32(addr, what: str = "addr") -> np.ndarray:
-    a = np.asarray(addr, dtype=np.int64)
-    if a.shape != (layouts.LANES,):
-        raise ModelError(f"{what} must hold {layouts.LANES} thread addresses, not shape {a.shape}")
-    return a
+    """32 thread addresses, each a 32-bit shared-memory address."""
+    if isinstance(addr, np.ndarray) and addr.dtype.kind in "iu" and addr.shape == (layouts.LANES,):
+        vals = addr.tolist()
+    elif isinstance(addr, (list, tuple, np.ndarray)):
+        vals = list(addr)
+    else:
+        raise ModelError(f"{what} must hold {layouts.LANES} thread addresses, not {type(addr).__name__}")
+    if len(vals) != layouts.LANES:
+        raise ModelError(f"{what} must hold {layouts.LANES} thread addresses, not {len(vals)}")
+    return np.array([integer(a, f"{what} of thread {t}", ADDR_BITS) for t, a in enumerate(vals)],
+                    dtype=np.int64)
+
+
+def registers(regs, nregs: int, what: str) -> np.ndarray:
+    """``uint64[32, nregs]`` of ``regs``: 32 threads of ``nregs`` 32-bit register values."""
+    if isinstance(regs, np.ndarray) and regs.dtype.kind in "iu":
+        r = regs
+        if r.shape != (layouts.LANES, nregs):
+            raise ModelError(f"{what}: regs must have shape ({layouts.LANES}, {nregs}), not {r.shape}")
+        if r.size and (int(r.min()) < 0 or int(r.max()) >> REG_BITS):
+            raise ModelError(f"{what}: register values must be 32-bit")
+        return r.astype(np.uint64)
+    try:
+        rows = [list(x) for x in regs]
+    except TypeError:
+        raise ModelError(f"{what}: regs must be {layouts.LANES} lists of {nregs} registers") from None
+    if len(rows) != layouts.LANES or any(len(x) != nregs for x in rows):
+        shape = (len(rows), *sorted({len(x) for x in rows}))
+        raise ModelError(f"{what}: regs must have shape ({layouts.LANES}, {nregs}), not {shape}")
+    for t, x in enumerate(rows):
+        for k, w in enumerate(x):
+            if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer)) or not 0 <= w < 1 << REG_BITS:
+                raise ModelError(f"{what}: register values must be 32-bit (thread {t} register {k}: {w!r})"[:200])
+    return np.array(rows, dtype=np.uint64).reshape(layouts.LANES, nregs)
 
 
 # --------------------------------------------------------------------------------------
@@ -178,11 +230,7 @@ def stmatrix(ins: Instr | str, smem, addr, regs) -> np.ndarray:
         ts = [int(t) for t in np.nonzero(a == x)[0]]
         raise ModelError(f"stmatrix: threads {ts[0]} and {ts[1]} store the same row 0x{x:x}; "
                          "overlapping rows in one stmatrix are a race the PTX leaves undefined")
-    r = np.asarray(regs, dtype=np.uint64)
-    if r.shape != (layouts.LANES, ins.nregs):
-        raise ModelError(f"stmatrix: regs must have shape ({layouts.LANES}, {ins.nregs}), not {r.shape}")
-    if np.any(r >> 32):
-        raise ModelError("stmatrix: register values must be 32-bit")
+    r = registers(regs, ins.nregs, "stmatrix")
     data = r.astype("<u4").view(np.uint8).reshape(layouts.LANES, ins.nregs, 4)
     T = layouts.row_table(ins)
     out = smem.copy()
@@ -217,7 +265,9 @@ def _wmma_operands(ins: Instr, addr, stride) -> tuple[int, int]:
         raise ModelError(f"{name} takes one matrix address, not a list")
     if stride is None:
         stride = ins.stride if isinstance(ins.stride, int) else wmma_default_stride(ins)
-    stride, addr = int(stride), int(addr)
+    # a global address is 64-bit in PTX; a shared or generic one in the unit's 32-bit window too
+    addr = integer(addr, f"{name}: the matrix address", 64)
+    stride = integer(stride, f"{name}: the stride", STRIDE_BITS)
     if addr % WMMA_ADDR_ALIGN:
         raise ModelError(f"{name}: matrix address 0x{addr:x} is not {WMMA_ADDR_ALIGN}-byte "
                          "(256-bit) aligned")
@@ -262,7 +312,7 @@ def wmma_load(ins: Instr | str, mem: Memory, addr: int, stride: int | None = Non
 # --------------------------------------------------------------------------------------
 
 def _tmem_cols(cols: int) -> int:
-    cols = int(cols)
+    cols = integer(cols, "the Tensor Memory's column count")
     if cols < 32 or cols > TMEM_COLS or cols & (cols - 1):
         raise ModelError(f"Tensor Memory of {cols} columns: expected a power of two from 32 to {TMEM_COLS}")
     return cols
@@ -318,11 +368,12 @@ def _tmem_cells(ins: Instr, taddr: int, warp: int, split: int | None, ncols: int
     (for a 16-bit packed form, the first of its two columns), after the checks both
     directions share: the warp's quadrant, the last column, the split."""
     op = ins.op
-    taddr, warp = int(taddr), int(warp)
-    if not 0 <= taddr < 1 << 32:
-        raise ModelError(f"{op}: taddr 0x{taddr:x} is not a 32-bit Tensor Memory address")
+    taddr = integer(taddr, f"{op}: taddr", 32)
+    warp = integer(warp, f"{op}: the warp index")
     if warp < 0:
         raise ModelError(f"{op}: warp index {warp} is negative")
+    if split is not None:
+        split = integer(split, f"{op}: immHalfSplitoff", 32, signed=True)
     lane0, col0 = taddr >> 16, taddr & 0xFFFF
     if ins.shape == "16x32bx2":
         if split is None:
@@ -394,11 +445,7 @@ def tcgen05_st(ins: Instr | str, tmem, taddr: int, warp: int, regs, split: int |
         raise ModelError(f"tcgen05_st() cannot run {ins.op}")
     tm = tmem_image(tmem, cols)
     lanes, col = _tmem_cells(ins, taddr, warp, split, tm.shape[1])
-    r = np.asarray(regs, dtype=np.uint64)
-    if r.shape != (layouts.LANES, ins.nregs):
-        raise ModelError(f"tcgen05.st: regs must have shape ({layouts.LANES}, {ins.nregs}), not {r.shape}")
-    if np.any(r >> 32):
-        raise ModelError("tcgen05.st: register values must be 32-bit")
+    r = registers(regs, ins.nregs, "tcgen05.st")
     out = tm.copy()
     if ins.pack:
         out[lanes, col] = (r & 0xFFFF).astype(np.uint32)
@@ -412,8 +459,10 @@ def _operand(ins: Instr, given, from_text, what: str) -> int:
     """An operand the call gives and the text may have given as an immediate: they agree."""
     if given is None and from_text is None:
         raise ModelError(f"{ins.op}: {what} is needed (the text gives it as a register)")
-    if given is not None and from_text is not None and int(given) != from_text:
-        raise ModelError(f"{ins.op}: {what} {int(given):#x} differs from the text's immediate {from_text:#x}")
+    if given is not None:
+        given = integer(given, f"{ins.op}: {what}")
+    if given is not None and from_text is not None and given != from_text:
+        raise ModelError(f"{ins.op}: {what} {given:#x} differs from the text's immediate {from_text:#x}")
     return int(from_text if given is None else given)
 
 

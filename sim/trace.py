@@ -1,8 +1,10 @@
 """Trace format version 1 (JSON lines): reading, running through a backend, checking, emitting.
 
-One record per line; see docs/trace-format.md. A backend turns a validated record into what
-the instruction produced (``regs``, ``redval``, ``smem``, ``wavefronts``) or raises a
-``ValueError`` whose message explains the refusal.
+One record per line; see docs/trace-format.md. :func:`run` checks each record's operands once
+for every backend (:func:`operands`: what the unit's ports cannot carry is refused before
+either backend runs); a backend turns the record into what the instruction produced (``regs``,
+``redval``, ``smem``, ``wavefronts``) or raises a ``ValueError`` whose message explains the
+refusal.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 from . import model, ptx
 from .ptx import Instr
 
-__all__ = ["TraceError", "Record", "read", "load", "ModelBackend", "Outcome", "run", "check",
+__all__ = ["TraceError", "Record", "read", "load", "operands", "ModelBackend", "Outcome", "run", "check",
            "summarize", "format_table", "emitted"]
 
 _EXPECT_KEYS = {"regs", "redval", "smem", "tmem", "wavefronts", "error"}
@@ -57,7 +59,10 @@ class Record:
 
     @property
     def form(self) -> str:
-        return self.ins.form if self.ins else self.raw["instr"].split()[0].rstrip(";")
+        if self.ins:
+            return self.ins.form
+        words = self.raw["instr"].split()
+        return words[0].rstrip(";")[:80] if words else "(empty instruction)"
 
     @property
     def space(self) -> str | None:
@@ -142,15 +147,26 @@ def _regs(line: int, key: str, v) -> None:
         raise TraceError(f"line {line}: {key} must be 32 lists of 32-bit words")
 
 
-def read(lines: Iterable[str]) -> Iterator[Record]:
-    """Records of a trace; blank lines are skipped, malformed ones raise TraceError."""
+def read(lines: Iterable[str | bytes]) -> Iterator[Record]:
+    """Records of a trace (lines of text, or of UTF-8 bytes); blank lines are skipped,
+    malformed ones raise TraceError naming the line."""
     for n, text in enumerate(lines, 1):
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise TraceError(f"line {n}: not UTF-8 text (byte 0x{text[e.start]:02x} at column "
+                                 f"{e.start + 1})") from None
         if not text.strip():
             continue
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as e:
             raise TraceError(f"line {n}: not valid JSON ({e.msg} at column {e.colno})") from None
+        except RecursionError:
+            raise TraceError(f"line {n}: not a trace record (JSON nested too deeply)") from None
+        except ValueError as e:     # an integer of more digits than Python converts
+            raise TraceError(f"line {n}: not a trace record ({e})") from None
         _validate(n, raw)
         try:
             ins, err = ptx.parse(raw["instr"], raw.get("target", "sm_100a")), None
@@ -160,13 +176,75 @@ def read(lines: Iterable[str]) -> Iterator[Record]:
 
 
 def load(path) -> list[Record]:
-    with open(path) as f:
+    with open(path, "rb") as f:
         return list(read(f))
 
 
 # --------------------------------------------------------------------------------------
 # Backends
 # --------------------------------------------------------------------------------------
+
+#: The record fields each instruction needs (a tcgen05.cp's may be immediates of the text).
+def _needs(ins: Instr) -> tuple[str, ...]:
+    return {"ldmatrix": ("addr",), "stmatrix": ("addr",), "wmma.load": ("addr",),
+            "tcgen05.ld": ("taddr", "warp"), "tcgen05.st": ("taddr", "warp"),
+            "tcgen05.cp": ("taddr",) * (ins.taddr is None) + ("desc",) * (ins.desc is None)}[ins.op]
+
+
+def operands(rec: Record) -> str | None:
+    """The check every backend shares, run before either: a record missing a field its
+    instruction needs, or giving an address where a list is wanted, is malformed
+    (:class:`TraceError`); one whose operands the unit's ports cannot carry is refused, and the
+    returned message says why (None: the backend may run it). What the ports cannot carry:
+    shared addresses outside 0 … 2^32 - 1, a global one outside 0 … 2^64 - 1 (the RTL
+    backend relocates a global image into its 32-bit global memory), a stride, Tensor Memory
+    address or warp index past 32 bits, an
+    immHalfSplitoff past a signed 32-bit immediate, an empty ``smem`` image (leave it out for
+    zero-filled memory), store registers other than the instruction's count per thread. Every
+    other check is the backend's own (the RTL's checks stay the RTL's)."""
+    r, ins = rec.raw, rec.ins
+    for k in _needs(ins):
+        if k not in r:
+            raise TraceError(f"line {rec.line}: {ins.op} needs '{k}'")
+    a = r.get("addr")
+    if ins.op in ("ldmatrix", "stmatrix") and not isinstance(a, list):
+        raise TraceError(f"line {rec.line}: {ins.op} needs 32 row addresses in 'addr'")
+    if ins.op == "wmma.load" and isinstance(a, list):
+        raise TraceError(f"line {rec.line}: wmma.load takes one matrix address in 'addr'")
+    try:
+        if isinstance(a, list):
+            for t, x in enumerate(a):
+                model.integer(x, f"the row address of thread {t}", model.ADDR_BITS)
+        elif a is not None and ins.op == "wmma.load":
+            # a global matrix is relocated into the unit's global memory (its offset in the
+            # record's image kept): its address is PTX's 64-bit one; a shared one is 32-bit
+            model.integer(a, "the matrix address", 64)
+            if rec.space == "shared":
+                model.integer(a, "the shared matrix address", model.ADDR_BITS)
+        if "stride" in r and ins.op == "wmma.load":
+            model.integer(r["stride"], "the stride", model.STRIDE_BITS)
+        if "gmem_base" in r:
+            base = model.integer(r["gmem_base"], "gmem_base", 64)
+            end = base + len(r.get("gmem", "")) // 2
+            if end > 1 << 64:
+                raise model.ModelError(f"the global image reaches 0x{end:x}, past the 64-bit address space")
+        if "taddr" in r and ins.op.startswith("tcgen05"):
+            model.integer(r["taddr"], "taddr", 32)
+        if "warp" in r and ins.op.startswith("tcgen05"):
+            model.integer(r["warp"], "the warp index", 32)
+        if "split" in r and ins.op.startswith("tcgen05"):
+            model.integer(r["split"], "immHalfSplitoff", 32, signed=True)
+    except model.ModelError as e:
+        return f"{ins.op}: {e}"
+    if r.get("smem") == "":
+        return f"{ins.op}: 'smem' is an empty image (leave it out for zero-filled shared memory)"
+    if "regs" in r and ins.op in ("stmatrix", "tcgen05.st"):
+        counts = sorted({len(x) for x in r["regs"]})
+        if counts != [ins.nregs]:
+            return (f"{ins.op}: 'regs' gives {' or '.join(map(str, counts))} words a thread; "
+                    f"{ins.form} stores {ins.nregs}")
+    return None
+
 
 class ModelBackend:
     """Runs records through the numpy model."""
@@ -181,15 +259,6 @@ class ModelBackend:
     def execute(self, rec: Record) -> dict:
         r, ins = rec.raw, rec.ins
         smem = shared_image(r, self.smem_bytes or SMEM_BYTES)
-        need = {"ldmatrix": ("addr",), "stmatrix": ("addr",), "wmma.load": ("addr",),
-                "tcgen05.ld": ("taddr", "warp"), "tcgen05.st": ("taddr", "warp"),
-                # a copy's operands may be immediates of the text instead
-                "tcgen05.cp": ("taddr",) * (ins.taddr is None) + ("desc",) * (ins.desc is None)}[ins.op]
-        for k in need:
-            if k not in r:
-                raise TraceError(f"line {rec.line}: {ins.op} needs '{k}'")
-        if ins.op in ("ldmatrix", "stmatrix") and not isinstance(r["addr"], list):
-            raise TraceError(f"line {rec.line}: {ins.op} needs 32 row addresses in 'addr'")
         if ins.op == "ldmatrix":
             return {"regs": model.ldmatrix(ins, smem, r["addr"]).tolist(),
                     "wavefronts": model.wavefronts(ins, r["addr"], self.policy)}
@@ -199,8 +268,6 @@ class ModelBackend:
             return {"smem": emitted_image(r, out.tobytes()),
                     "wavefronts": model.wavefronts(ins, r["addr"], self.policy)}
         if ins.op == "wmma.load":
-            if isinstance(r["addr"], list):
-                raise TraceError(f"line {rec.line}: wmma.load takes one matrix address in 'addr'")
             mem = model.Memory(shared=smem, global_=bytes.fromhex(r.get("gmem", "")),
                                global_base=r.get("gmem_base", 0))
             out = {"regs": model.wmma_load(ins, mem, r["addr"], r.get("stride")).tolist()}
@@ -298,15 +365,18 @@ def run(records: Iterable[Record], backend) -> Iterator[Outcome]:
     """
     if hasattr(backend, "execute_all"):
         records = list(records)
-        todo = [r for r in records if r.ins is not None]
+        refused = {id(r): r.parse_error if r.ins is None else operands(r) for r in records}
+        todo = [r for r in records if refused[id(r)] is None]
         done = iter(backend.execute_all(todo))
         for rec in records:
-            produced = {"error": rec.parse_error} if rec.ins is None else next(done)
+            why = refused[id(rec)]
+            produced = {"error": why} if why is not None else next(done)
             yield Outcome(rec, produced, check(rec, produced))
         return
     for rec in records:
-        if rec.ins is None:
-            produced = {"error": rec.parse_error}
+        why = rec.parse_error if rec.ins is None else operands(rec)
+        if why is not None:
+            produced = {"error": why}
         else:
             try:
                 produced = backend.execute(rec)
