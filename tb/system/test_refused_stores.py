@@ -20,7 +20,7 @@ from tensorlsu.hdl.pipeline import forms
 from tensorlsu.hdl.smem.owed import OWED_BEATS
 from tensorlsu.sim import model, ptx
 
-SMEM = 4096
+SMEM = 16 * 1024      # the size tb/system/test_lsu_rtl.py builds: its builds are reused
 ROW = 16
 LINE = 128
 
