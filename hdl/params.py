@@ -33,6 +33,9 @@ MAX_SMEM_BYTES = SMEM_BYTES
 ROW_BYTES = 16
 #: Bits of one row (a bank quad's word, a row-buffer slot).
 ROW_BITS = 8 * ROW_BYTES
+#: Bank line a tcgen05.cp step reads: the eight 16-byte chunks of a core-matrix group, one a
+#: bank quad, in one cycle (docs/tcgen05-cp.md); the copy port needs lines of this size.
+COPY_LINE_BYTES = 8 * ROW_BYTES
 #: Lanes of one Tensor Memory quadrant (and threads of a warp).
 TMEM_LANES = 32
 #: Lane quadrants of Tensor Memory (warps of a warpgroup).
@@ -160,6 +163,11 @@ class Params:
                              f"to 512, not {c!r}")
         if isinstance(self.tmem_banks, bool) or self.tmem_banks not in (1, 2):
             raise ValueError(f"tmem_banks must be 1 or 2, not {self.tmem_banks!r}")
+        if self.copy_port and self.line_bytes != COPY_LINE_BYTES:
+            raise ValueError(f"the tcgen05.cp port reads a step's {COPY_LINE_BYTES // ROW_BYTES} chunks of "
+                             f"{ROW_BYTES} bytes from {COPY_LINE_BYTES // ROW_BYTES} bank quads at once: it needs "
+                             f"banks * bank_bytes = {COPY_LINE_BYTES}, not {self.line_bytes} (build with "
+                             "tmem_columns=0 or tmem_banks=1 for no copy port)")
         if self.axi_data_bits not in (128, 256, 512):
             raise ValueError(f"axi_data_bits must be 128, 256 or 512, not {self.axi_data_bits!r}")
         for name, most in (("axi_outstanding", 64), ("axi_burst", 16)):

@@ -26,6 +26,8 @@ from tensorlsu.hdl.params import Params, TmemParams
     ({"axi_contexts": 3}, "axi_contexts must be a power of two from 2 to 32, not 3"),
     ({"axi_contexts": 64}, "axi_contexts must be a power of two from 2 to 32, not 64"),
     ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
+    ({"banks": 16}, "the tcgen05.cp port reads a step's 8 chunks of 16 bytes from 8 bank quads at once: it needs "
+                    "banks * bank_bytes = 128, not 64 (build with tmem_columns=0 or tmem_banks=1 for no copy port)"),
 ])
 def test_parameters_are_validated(kwargs, message):
     with pytest.raises(ValueError) as e:
@@ -41,7 +43,7 @@ def test_parameter_geometry():
     assert (p.line_bytes, p.quads, p.lines) == (128, 8, 1824)
     # line indices: 1824 lines need 11 bits; the default 16 KiB is 128 lines of 128 bytes (7)
     assert (p.line_bits, Params().line_bits, Params(smem_bytes=128).line_bits) == (11, 7, 1)
-    assert Params(banks=64).quads == 16
+    assert Params(banks=64, tmem_columns=0).quads == 16
     # h200 serves one 8-row matrix per cycle (docs/facts.md); a packer mixes all 32 rows
     assert (Params().window, Params(schedule="packed").window) == (8, 32)
 
@@ -65,3 +67,13 @@ def test_the_unit_owns_its_tensor_memory_parameters():
     # the pass queue holds a pass per global context beside the served one
     assert [Params(axi_contexts=n).pass_queue_depth for n in (2, 4, 32)] == [2, 4, 32]
     assert Params(axi_contexts=8, global_bytes=0).pass_queue_depth == 2
+
+
+@pytest.mark.parametrize("kwargs", [{"banks": 16, "tmem_columns": 0}])
+def test_lines_other_than_the_copys_build_without_its_port(kwargs):
+    """64-byte bank lines build where there is no copy port (the copy port builds on 128-byte
+    lines, as every other test's unit does)."""
+    from amaranth.back import rtlil
+    unit = LoadStoreUnit(smem_bytes=2048, **kwargs)
+    assert not unit.params.copy_port
+    rtlil.convert(unit)

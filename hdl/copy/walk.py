@@ -8,11 +8,14 @@ from amaranth.lib.wiring import In, Out
 
 from tensorlsu.sim.descriptor import CHUNK, GROUP_ROWS
 
-from ..params import Params
+from ..params import COPY_LINE_BYTES, ROW_BYTES, Params
 from .check import ADDR_BITS
 from .records import FORM_BITS, FORMS, SLOTS, form_chunks, form_rows, step_layout
 
 __all__ = ["CopyWalk"]
+
+#: A chunk address's bank quad and line (Params refuses a copy port on other line sizes).
+QUAD_SHIFT, LINE_SHIFT = ROW_BYTES.bit_length() - 1, COPY_LINE_BYTES.bit_length() - 1
 
 
 class CopyWalk(wiring.Component):
@@ -115,5 +118,5 @@ class CopyWalk(wiring.Component):
                          key.eq(self._key(pre, base_offset) & mask),
                          post.eq(pre ^ (key << 4)),
                          out.slots[k].valid.eq(valid & (k < group_rows)),
-                         out.slots[k].quad.eq(post[4:7]), out.slots[k].line.eq(post >> 7)]
+                         out.slots[k].quad.eq(post[QUAD_SHIFT:LINE_SHIFT]), out.slots[k].line.eq(post >> LINE_SHIFT)]
         return m
