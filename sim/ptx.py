@@ -5,8 +5,11 @@ tcgen05.cp.
 texts define and raises :class:`PtxError` (a ``ValueError``) naming the offending
 qualifier, combination, operand count or target for everything they forbid.
 
-Qualifiers may come in any order (the assembler accepts ``ldmatrix.sync.aligned.x1.m8n8``);
-only the two formats of a decompressing ldmatrix are positional (destination, then source).
+Qualifiers may come in any order (the assembler accepts ``ldmatrix.sync.aligned.x1.m8n8``),
+except where the assembler reads them as part of the opcode: wmma.load's matrix (``.a``,
+``.b``, ``.c``) comes right after ``.load``, tcgen05.ld's ``.red`` right after ``.ld``; and the
+two formats of a decompressing ldmatrix or tcgen05.cp are in order (destination, then source).
+Integer constants are read as PTX reads them (hexadecimal, octal, binary, decimal; 64-bit).
 Where the assembler accepts forms the texts do not list, the texts win (docs/ptxas.md).
 """
 
@@ -66,7 +69,7 @@ def parse_target(target: str | Target) -> Target:
     """Read ``sm_100a`` and the like; ``sm_101a``/``sm_101f`` are read as their new name sm_110."""
     if isinstance(target, Target):
         return target
-    m = re.fullmatch(r"sm_(\d+)([af]?)", str(target).strip())
+    m = re.fullmatch(r"sm_([0-9]+)([af]?)", str(target).strip())
     if not m:
         raise PtxError(f"target {target!r} is not of the form sm_<number>[a|f]")
     arch, suffix = int(m.group(1)), m.group(2)
@@ -270,11 +273,16 @@ def wmma_nregs(frag: str, shape: str, type_: str) -> int:
 # --------------------------------------------------------------------------------------
 
 _OPCODES = ("ldmatrix", "stmatrix", "wmma.load", "tcgen05.ld", "tcgen05.st", "tcgen05.cp")
-_IDENT = r"%?[A-Za-z_$][\w$]*"
-_REG_RE = re.compile(rf"{_IDENT}")
-_INT_RE = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|\d+)[Uu]?")
-_ADDR_RE = re.compile(rf"\[\s*({_IDENT}|[+-]?(?:0[xX][0-9a-fA-F]+|\d+))\s*"
-                      rf"(?:\+\s*([+-]?(?:0[xX][0-9a-fA-F]+|\d+)))?\s*\]")
+_IDENT = r"%?[A-Za-z_$][A-Za-z0-9_$]*"
+#: An integer constant as PTX writes one: hexadecimal, binary, octal (a leading 0) or decimal,
+#: an optional ``U``, after an optional sign; ASCII digits only. (PTX's constant expressions,
+#: such as ``- 16`` or ``2*8``, are not read: a single literal only.)
+_LITERAL = r"[+-]?(?:0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)U?"
+_REG_RE = re.compile(_IDENT, re.ASCII)
+_INT_RE = re.compile(_LITERAL, re.ASCII)
+_ADDR_RE = re.compile(rf"\[\s*({_IDENT}|{_LITERAL})\s*(?:\+\s*({_LITERAL}))?\s*\]", re.ASCII)
+#: PTX integer constants are 64-bit.
+_LITERAL_BITS = 64
 
 
 def _split_operands(s: str) -> list[str]:
@@ -309,15 +317,41 @@ def _vector(op: str, text: str) -> int:
 
 
 def _address(op: str, text: str) -> None:
-    if not _ADDR_RE.fullmatch(text.strip()):
+    """``[reg]`` or ``[reg+imm]``: an immediate address is for the .local state space only."""
+    m = _ADDR_RE.fullmatch(text.strip())
+    if not m:
         raise PtxError(f"{op}: expected an address operand like [p] or [p+16], got {text.strip()!r}")
+    if _INT_RE.fullmatch(m.group(1)):
+        raise PtxError(f"{op}: immediate address {text.strip()} (PTX allows immediate addresses for .local "
+                       "only: give a register or a variable, [p] or [p+16])")
+    if m.group(2):
+        _literal(op, "the address offset", m.group(2))
+
+
+def _literal(op: str, what: str, t: str) -> int:
+    """The value of an integer constant as PTX reads it (``017`` is 15, ``0b101`` 5); one whose
+    magnitude does not fit 64 bits is refused."""
+    sign = -1 if t.startswith("-") else 1
+    body = t.lstrip("+-").rstrip("U")
+    if body[:2] in ("0x", "0X"):
+        v = int(body[2:], 16)
+    elif body[:2] in ("0b", "0B"):
+        v = int(body[2:], 2)
+    elif len(body) > 1 and body[0] == "0":
+        v = int(body[1:], 8)
+    else:
+        v = int(body, 10)
+    if v >> _LITERAL_BITS:
+        raise PtxError(f"{op}: {what} {t[:40]}{'…' if len(t) > 40 else ''} does not fit 64 bits "
+                       "(PTX integer constants are 64-bit)")
+    return sign * v
 
 
 def _int(op: str, what: str, text: str) -> int:
     t = text.strip()
     if not _INT_RE.fullmatch(t):
-        raise PtxError(f"{op}: {what} must be an integer immediate, got {t!r}")
-    return int(t.rstrip("uU"), 0)
+        raise PtxError(f"{op}: {what} must be an integer immediate, got {t[:40]!r}")
+    return _literal(op, what, t)
 
 
 def parse(text: str, target: str | Target = "sm_100a") -> Instr:
@@ -504,6 +538,11 @@ def _ldst(op: str, quals: list[str], operands, tgt: Target) -> Instr:
 
 def _wmma(op: str, quals: list[str], operands, tgt: Target) -> Instr:
     q = _Quals(op, quals)
+    late = [x for x in quals[1:] if x in ("a", "b", "c", "d")]
+    if late and quals[0] not in ("a", "b", "c", "d"):
+        # the assembler reads wmma.load.a as the opcode: the matrix comes right after .load
+        raise PtxError(f"{op}: the matrix qualifier .{late[0]} comes right after wmma.load "
+                       f"(wmma.load.{late[0]}.sync.aligned…)")
     frag = q.take("matrix (.a, .b, .c)", {"a", "b", "c", "d"})
     if frag is None:
         raise PtxError(f"{op}: the matrix qualifier .a, .b or .c is missing")
@@ -566,6 +605,9 @@ def _tcgen05(op: str, quals: list[str], operands, tgt: Target) -> Instr:
     red = q.flag("red")
     if red and not ld:
         raise PtxError(f"{op}: illegal qualifier .red (tcgen05.st has no reduction)")
+    if red and quals[0] != "red":
+        # the assembler reads tcgen05.ld.red as the opcode: .red comes right after .ld
+        raise PtxError(f"{op}: .red comes right after tcgen05.ld (tcgen05.ld.red.sync.aligned…)")
     q.require("sync", "aligned")
     shape = q.take("shape", set(TCGEN05_REGS_PER_X1) | {"16x32b", "32x32bx2"})
     if shape is None:
@@ -657,10 +699,10 @@ def _cp_address(op: str, text: str) -> tuple[int | None, int]:
     if not m:
         raise PtxError(f"{op}: expected a Tensor Memory address like [taddr] or [taddr+16], got {text.strip()!r}")
     base, off = m.group(1), m.group(2)
-    offset = int(off, 0) if off else 0
+    offset = _literal(op, "the taddr offset", off) if off else 0
     if _REG_RE.fullmatch(base):
         return None, offset
-    return int(base, 0), offset
+    return _literal(op, "taddr", base), offset
 
 
 def _tcgen05_cp(op: str, quals: list[str], operands, tgt: Target) -> Instr:
@@ -700,9 +742,8 @@ def _tcgen05_cp(op: str, quals: list[str], operands, tgt: Target) -> Instr:
         taddr, offset = _cp_address(op, operands[0])
         d = operands[1].strip()
         if _INT_RE.fullmatch(d):
-            desc = int(d.rstrip("uU"), 0)
-            if not 0 <= desc < 1 << 64:
-                raise PtxError(f"{op}: the descriptor {d} does not fit 64 bits")
+            # a negative constant is its 64-bit two's complement, as for any .b64 operand
+            desc = _literal(op, "the descriptor", d) % (1 << _LITERAL_BITS)
         elif not _REG_RE.fullmatch(d):
             raise PtxError(f"{op}: s-desc must be a 64-bit register or an immediate, got {d!r}")
         ops = tuple(operands)

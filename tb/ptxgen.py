@@ -257,10 +257,61 @@ def _listed(rng: random.Random) -> list[str]:
     return out
 
 
+#: A legal form of each family, its qualifiers (in every order below) and its operands.
+_ORDERED = [
+    ("ldmatrix", ["sync", "aligned", "m8n8", "x4", "trans", "shared", "b16"], " {%r0, %r1, %r2, %r3}, [%rd0];"),
+    ("ldmatrix", ["sync", "aligned", "m16n16", "x1", "trans", "shared", "b8x16", "b6x16_p32"], " {%r0, %r1}, [%rd0];"),
+    ("stmatrix", ["sync", "aligned", "m8n8", "x2", "trans", "shared::cta", "b16"], " [%rd0], {%r0, %r1};"),
+    ("wmma.load", ["a", "sync", "aligned", "row", "m16n16k16", "shared", "f16"], " " + _vec(8) + ", [%rd0];"),
+    ("wmma.load", ["c", "sync", "aligned", "col", "m8n8k4", "f64"], " " + _vec(2, True) + ", [%rd0], 8;"),
+    ("tcgen05.ld", ["red", "sync", "aligned", "32x32b", "x2", "min", "abs", "NaN", "f32"], " {%r0, %r1}, %r9, [%r8];"),
+    ("tcgen05.ld", ["sync", "aligned", "16x32bx2", "x2", "pack::16b", "b32"], " {%r0, %r1}, [%r8], 4;"),
+    ("tcgen05.st", ["sync", "aligned", "16x64b", "x2", "unpack::16b", "b32"], " [%r8], {%r0, %r1};"),
+    ("tcgen05.cp", ["cta_group::1", "32x128b", "warpx4", "b8x16", "b4x16_p64"], " [%r8], %rd1;"),
+]
+
+
+def _orders(rng: random.Random, per_form: int = 40) -> list[str]:
+    """Each form of ``_ORDERED`` with its qualifiers in random orders: the opcode's own
+    qualifiers (wmma.load's matrix, tcgen05.ld's .red) and the format pairs move too."""
+    out = []
+    for op, quals, ops in _ORDERED:
+        for _ in range(per_form):
+            q = list(quals)
+            rng.shuffle(q)
+            out.append(f"{op}.{'.'.join(q)}{ops}")
+    return out
+
+
+#: Integer constants as PTX writes them, and near misses: octal, hexadecimal, binary, the U
+#: suffix, signs, constants past 64 bits, digits that are not ASCII.
+_CONSTANTS = ["16", "017", "0x10", "0X10", "0b10000", "0B10000", "16U", "017U", "0x10U", "-16", "+16", "-0x10",
+              "00", "08", "0x", "16u", "1_6", "0o17", "١٦", "0xffffffffffffffff", "0x10000000000000000",
+              "0x" + "f" * 17, "18446744073709551615", "18446744073709551616", "99999999999999999999",
+              "0" + "7" * 22, "0" + "7" * 23, "-18446744073709551615", "0b" + "1" * 65]
+
+
+def _immediates() -> list[str]:
+    """Immediate addresses (the texts allow them for .local only; tcgen05.cp's taddr may be
+    one) and integer constants in every place an operand takes one. Not as tcgen05.cp's
+    immediate taddr: ptxas 13.0 crashes (signal 11) on most of them there."""
+    wmma = "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 " + _vec(8)
+    out = ["ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r0}, [16];", "ldmatrix.sync.aligned.m8n8.x1.b16 {%r0}, [0x10];",
+           "stmatrix.sync.aligned.m8n8.x1.shared.b16 [16], {%r0};", f"{wmma}, [32];", f"{wmma}, [0x20], 16;",
+           "tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r0}, [16];", "tcgen05.st.sync.aligned.32x32b.x1.b32 [0], {%r0};",
+           "tcgen05.ld.sync.aligned.16x32bx2.x1.b32 {%r0}, [8], 4;"]
+    for c in _CONSTANTS:
+        out += [f"ldmatrix.sync.aligned.m8n8.x1.shared.b16 {{%r0}}, [%rd0+{c}];", f"{wmma}, [%rd0], {c};",
+                f"tcgen05.ld.sync.aligned.16x32bx2.x1.b32 {{%r0}}, [%r8], {c};",
+                f"tcgen05.cp.cta_group::1.128x256b [%r8], {c};", f"tcgen05.cp.cta_group::1.128x256b [%r8+{c}], %rd1;"]
+    return out
+
+
 def generate(seed: int = 2026) -> list[str]:
     """Instruction texts across the families (legal and illegal mixed)."""
     rng = random.Random(seed)
-    texts = _listed(rng) + _ldst(rng) + _wmma(rng) + _tcgen05(rng) + _tcgen05_cp(rng)
+    texts = (_listed(rng) + _ldst(rng) + _wmma(rng) + _tcgen05(rng) + _tcgen05_cp(rng) + _orders(rng)
+             + _immediates())
     return list(dict.fromkeys(texts))
 
 
@@ -298,6 +349,14 @@ def ptxas_verdicts(texts: list[str], target: str, ptxas: Path, chunk: int = 4000
     A last, deliberately illegal line proves the assembler read the whole file. A syntax
     error is fatal to the assembler: that line is refused and the rest goes again.
     """
+    # ptxas refuses a whole file with a non-ASCII character before reading it: such a text is
+    # refused on its own, and the rest are asked
+    ascii_ = [k for k, t in enumerate(texts) if t.isascii()]
+    if len(ascii_) < len(texts):
+        out = [False] * len(texts)
+        for k, v in zip(ascii_, ptxas_verdicts([texts[k] for k in ascii_], target, ptxas, chunk)):
+            out[k] = v
+        return out
     verdicts: list[bool] = []
     start = 0
     while start < len(texts):
@@ -330,9 +389,24 @@ def ptxas_verdicts(texts: list[str], target: str, ptxas: Path, chunk: int = 4000
 # Where the assembler is more permissive than the texts (docs/ptxas.md)
 # --------------------------------------------------------------------------------------
 
+_CONSTANT_RE = re.compile(r"(?<![%\w])[+-]?(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)U?(?![\w])")
+
+
+def _constant_past_64_bits(text: str) -> bool:
+    for m in _CONSTANT_RE.finditer(text.split(None, 1)[1] if " " in text else ""):
+        body = m.group(1)
+        base = 16 if body[:2] in ("0x", "0X") else 2 if body[:2] in ("0b", "0B") else 8 if len(body) > 1 and \
+            body[0] == "0" else 10
+        if int(body[2:] if base in (2, 16) else body, base) >> 64:
+            return True
+    return False
+
+
 def ptxas_extra(text: str) -> str | None:
     """Why ptxas may accept ``text`` although the PTX texts forbid it, or None."""
     head = text.split()[0]
+    if _constant_past_64_bits(text):
+        return "an integer constant past 64 bits, which ptxas takes for some digit strings (PTX constants are 64-bit)"
     q = head.split(".")
     if head.startswith(("tcgen05.ld", "tcgen05.st")) and "sync" in q and "aligned" not in q:
         return "tcgen05.ld / tcgen05.st without .aligned (the texts make it mandatory)"
