@@ -13,7 +13,7 @@ WAVES  ?=
 # test workers (pytest-xdist): the CI machine has 2 cores
 JOBS   ?= 2
 
-.PHONY: all venv opensta sim test replay regress gemm verilog capture synth formal bench clean
+.PHONY: all venv opensta sim test fuzz replay regress gemm verilog capture synth formal bench clean
 
 all: test
 
@@ -71,6 +71,12 @@ verilog: $(STAMP)
 
 test: $(STAMP) opensta
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS)
+
+# The property-based fuzz of the front end, the model, the trace reader and replay at length
+# (make test runs it briefly): EXAMPLES a property, at random; prints how many each tried.
+EXAMPLES ?= 20000
+fuzz: $(STAMP)
+	TENSORLSU_FUZZ_EXAMPLES=$(EXAMPLES) $(PY) -m pytest tb/sim/test_fuzz.py -q -s -p no:cacheprovider
 
 # On a machine with an NVIDIA GPU and nvcc: capture hardware vectors (tb/hw/README.md).
 capture:

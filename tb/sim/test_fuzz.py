@@ -43,14 +43,63 @@ OPERANDS = ["{r0}", "{r0, r1}", "{r0,r1,r2,r3}", "{%r0,%r1,%r2,%r3,%r4,%r5,%r6,%
             "[p+16]", "[p+0x10]", "[p-16]", "[017]", "16", "017", "0x10", "-1", "99999999999999999999999",
             "١٦", "٩", "[p+١٦]", "r", "{}", "[", "]", "{r0", "0b11", "1e3", "%r998", "[%r998+32]", "%rd1",
             "0xc0004020", "0x" + "f" * 17]
+CONSTANTS = ["017", "08", "0b101", "0x", "16U", "16u", "-16", "+16", "0x10000000000000000", "9" * 30, "١٦", "- 16"]
 TARGETS = ["sm_90", "sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_110a", "sm_120a", "sm_80", "sm_70",
            "sm_٩٠a", "sm_999", "sm_100x", "", "sm_"]
 
 
+#: Legal texts with operands, to mutate: every shared-path form, and tcgen05 forms.
+LEGAL = [f.text for f in forms.FORMS]
+#: ... and texts with constants in their operands, drawn as often as all of those
+LEGAL_CONSTANTS = [
+    "tcgen05.ld.sync.aligned.16x32bx2.x2.b32 {%r0, %r1}, [%r8], 4;",
+    "tcgen05.ld.red.sync.aligned.32x32b.x2.min.abs.NaN.f32 {%r0, %r1}, %r9, [%r8];",
+    "tcgen05.st.sync.aligned.16x64b.x2.unpack::16b.b32 [%r8], {%r0, %r1};",
+    "tcgen05.cp.cta_group::1.32x128b.warpx4.b8x16.b4x16_p64 [%r8+16], 0x4000404000010000;",
+    "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, [%rd0], 32;"]
+
+
+@st.composite
+def mutated_texts(draw):
+    """A legal text with its qualifiers shuffled, one dropped or doubled, an operand replaced
+    by another operand, or its last constant (or address offset) by another constant."""
+    text = draw(st.sampled_from(LEGAL) | st.sampled_from(LEGAL_CONSTANTS))
+    head, _, ops = text.partition(" ")
+    opc = next(o for o in ("wmma.load", "tcgen05.ld", "tcgen05.st", "tcgen05.cp", "ldmatrix", "stmatrix")
+               if head.startswith(o))
+    quals = head[len(opc) + 1:].split(".")
+    how = draw(st.sampled_from(["shuffle", "drop", "double", "operand", "operand", "constant"]))
+    if how == "shuffle":
+        quals = draw(st.permutations(quals))
+    elif how == "drop" and quals:
+        del quals[draw(st.integers(0, len(quals) - 1))]
+    elif how == "double" and quals:
+        quals.insert(draw(st.integers(0, len(quals))), draw(st.sampled_from(quals)))
+    elif how == "operand":
+        parts = ptx._split_operands(ops.rstrip(";"))
+        k = draw(st.integers(0, len(parts) - 1))
+        parts[k] = draw(st.sampled_from(OPERANDS + CONSTANTS + [f"[{c}]" for c in CONSTANTS]
+                                        + [f"[%rd0+{c}]" for c in CONSTANTS]))
+        ops = ", ".join(parts) + ";"
+    elif how == "constant":
+        # the text's last operand (a stride, a split, a descriptor) or address offset
+        parts = ptx._split_operands(ops.rstrip(";"))
+        c = draw(st.sampled_from(CONSTANTS))
+        if parts[-1].startswith("["):
+            parts[-1] = parts[-1].split("+")[0].rstrip("]") + f"+{c}]"
+        else:
+            parts[-1] = c
+        ops = ", ".join(parts) + ";"
+    return f"{opc}.{'.'.join(quals)} {ops}"
+
+
 @st.composite
 def instruction_texts(draw):
-    if draw(st.integers(0, 9)) == 0:
+    pick = draw(st.integers(0, 9))
+    if pick == 0:
         return draw(st.text(max_size=120))
+    if pick < 5:
+        return draw(mutated_texts())
     quals = draw(st.lists(st.sampled_from(QUALS), max_size=10))
     head = ".".join([draw(st.sampled_from(OPCODES))] + quals)
     ops = draw(st.lists(st.sampled_from(OPERANDS) | st.text(max_size=12), max_size=4))
