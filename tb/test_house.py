@@ -5,9 +5,11 @@ function to dodge one; no function longer than 150 lines. Expected values: docs/
 ("The house")."""
 
 import ast
+import re
 
 import pytest
 from conftest import ROOT
+from tensorlsu.hdl.codes import Error
 
 #: Each package's floor; a module imports only from its own floor or below, and the wings of
 #: one floor (smem, gmem, tmem) not from each other.
@@ -137,3 +139,10 @@ def test_the_flows_import_the_project_at_the_top(top):
                     if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("tensorlsu"):
                         inside.append(f"{f.relative_to(ROOT)}:{n.lineno} {n.module}")
     assert not inside, "\n".join(inside)
+
+
+def test_the_error_table_names_every_code():
+    """docs/ARCHITECTURE.md's error table has a row for every code of ``Error``, with its value."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    rows = {(int(v), n) for v, n in re.findall(r"^\| (\d+) \| `([A-Z_]+)` \|", text, flags=re.M)}
+    assert rows == {(e.value, e.name) for e in Error}
