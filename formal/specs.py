@@ -19,6 +19,7 @@ from tensorlsu.hdl.pipeline.ring import RowRing
 from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
 from tensorlsu.hdl.smem.crossbar import BankCrossbar
 from tensorlsu.hdl.smem.decompress import Decompressor
+from tensorlsu.hdl.smem.owed import MAX_STORE_BEATS, OWED_BEATS, StoreOwed
 from tensorlsu.hdl.smem.pair import PairCrossbar
 from tensorlsu.hdl.smem.scheduler import BankScheduler
 
@@ -595,6 +596,65 @@ def _broken_queue():
     return PassQueueOrder(queue_cls=BrokenQueue)
 
 
+class OwedContract(Elaboratable):
+    """The owed store beats against the store stream's order, for every sequence of refusals,
+    takes and beats (induction over the counts): the beats owed ahead of the bank stage's
+    stmatrix, those behind it and its own left are the reference's; a beat is dropped exactly
+    when the stream's next beat is a refused stmatrix's, and the bank stage takes one only
+    when it is its own; the count never passes its bound."""
+
+    def __init__(self, owed_cls=StoreOwed):
+        self.dut = owed_cls()
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        ref_ahead = Signal(range(OWED_BEATS + 1), name="ref_ahead")
+        ref_behind = Signal(range(OWED_BEATS + 1), name="ref_behind")
+        own = Signal(range(MAX_STORE_BEATS + 1), name="ref_own")      # the bank stage's beats left
+        n = Signal(range(MAX_STORE_BEATS + 1), name="take_beats")
+        for sig in (d.refused, d.refused_beats, d.taken, d.beat, n):
+            m.d.comb += sig.eq(AnySeq(len(sig)))
+        # the environment: a refused stmatrix is taken only with room, and owes 1 … 4 beats;
+        # a stmatrix is taken into the bank stage only once it wants no beat
+        m.d.comb += [Assume(~d.refused | (d.room & (d.refused_beats >= 1) & (d.refused_beats <= MAX_STORE_BEATS))),
+                     d.wants.eq(own != 0),
+                     Assume(~d.taken | (~d.wants & ~d.refused & (n >= 1) & (n <= MAX_STORE_BEATS)))]
+        # the invariant: the counts are the reference's, and within their bound
+        m.d.comb += [Assert(d.counts["ahead"] == ref_ahead, "the beats owed ahead are the stream's"),
+                     Assert(d.counts["behind"] == ref_behind, "the beats owed behind are the stream's"),
+                     Assert(ref_ahead + ref_behind <= OWED_BEATS, "the count stays within its bound")]
+        # the stream's next beat: owed ahead, else the bank stage's own, else owed behind
+        nxt_drop = Signal()
+        m.d.comb += nxt_drop.eq((ref_ahead != 0) | ((own == 0) & (ref_behind != 0)))
+        m.d.comb += Assert(d.drain == nxt_drop, "a beat is dropped exactly when the next is a refused one's")
+        m.d.comb += Assert(~(d.wants & ~d.ahead) | (ref_ahead == 0), "the bank stage takes only its own beat")
+        m.d.comb += Assert(~(d.wants & ~d.ahead & d.drain), "never both")
+        with m.If(d.beat & d.drain & (ref_ahead != 0)):
+            m.d.sync += ref_ahead.eq(ref_ahead - 1)
+        left_behind = Signal(range(OWED_BEATS + 1))
+        m.d.comb += left_behind.eq(ref_behind - (d.beat & (ref_ahead == 0) & (own == 0) & (ref_behind != 0))
+                                   + Mux(d.refused, d.refused_beats, 0))
+        with m.If(d.beat & d.wants & ~d.ahead):
+            m.d.sync += own.eq(own - 1)
+        with m.If(d.taken):
+            m.d.sync += [own.eq(n), ref_ahead.eq(ref_ahead - (d.beat & d.drain & (ref_ahead != 0)) + left_behind),
+                         ref_behind.eq(0)]
+        with m.Else():
+            m.d.sync += ref_behind.eq(left_behind)
+        m.d.comb += Cover((ref_ahead != 0) & (own != 0) & (ref_behind != 0) & d.beat)
+        return m
+
+
+class BrokenOwed(StoreOwed):
+    """Drops an owed beat behind the bank stage's stmatrix before the stmatrix's own: must FAIL."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.drain.eq(self.ahead | self.behind)
+        return m
+
+
 #: name: (spec factory, sby mode, depth, why that depth)
 SPECS = {
     "scheduler": (lambda: SchedulerContract(), "prove", 1, "combinational: one step is every case"),
@@ -618,6 +678,9 @@ SPECS = {
                 "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),
     "streams_cover": (lambda: StreamRules(), "cover", 8, "a refused instruction's beat; a stalled result beat"),
     "streams_packed": (lambda: StreamRules("packed"), "bmc", 6, "the same under packed (pairs, five entries)"),
+    "owed": (lambda: OwedContract(), "prove", 2, "induction: the counts are the reference's"),
+    "owed_cover": (lambda: OwedContract(), "cover", 12, "beats owed ahead and behind a stmatrix waiting for its own"),
+    "broken_owed": (lambda: OwedContract(BrokenOwed), "prove", 2, "must FAIL"),
     "pass_queue": (lambda: PassQueueOrder(), "prove", 3,
                    "induction over the queue's state, with its invariants asserted"),
     "pass_queue_cover": (lambda: PassQueueOrder(), "cover", 12, "three passes through and a full queue"),

@@ -60,11 +60,13 @@ class StoreOwed(wiring.Component):
         super().__init__({"refused": In(1), "refused_beats": In(range(MAX_STORE_BEATS + 1)), "taken": In(1),
                           "wants": In(1), "beat": In(1),
                           "ahead": Out(1), "behind": Out(1), "drain": Out(1), "room": Out(1)})
+        # the counts, named here for the proof's invariant (formal/specs.py)
+        self.counts = {"ahead": Signal(range(OWED_BEATS + 1), name="f_owed_ahead"),
+                       "behind": Signal(range(OWED_BEATS + 1), name="f_owed_behind")}
 
     def elaborate(self, platform):
         m = Module()
-        ahead = Signal(range(OWED_BEATS + 1), name="f_owed_ahead")
-        behind = Signal(range(OWED_BEATS + 1), name="f_owed_behind")
+        ahead, behind = self.counts["ahead"], self.counts["behind"]
         from_ahead, from_behind = Signal(), Signal()
         m.d.comb += [self.ahead.eq(ahead != 0), self.behind.eq(behind != 0),
                      self.drain.eq(self.ahead | (self.behind & ~self.wants)),
