@@ -72,7 +72,8 @@ class Take(wiring.Component):
         m.d.comb += owes.eq(~ok & c.valid & ~c.load)
         m.d.comb += [tk.offered.eq(pop.valid), tk.pass_.eq(pop.payload), tk.free.eq(self.free),
                      tk.tail.eq(self.tail), tk.start.eq(self.start),
-                     tk.take.eq(pop.valid & self.free & (~ok | self.stages_free) & room & (~owes | self.store_room)), tk.ok.eq(tk.take & ok),
+                     tk.take.eq(pop.valid & self.free & (~ok | self.stages_free) & room & (~owes | self.store_room)),
+                     tk.ok.eq(tk.take & ok),
                      pop.ready.eq(tk.take)]
         names = ("offered", "pass_", "free", "tail", "take", "start")
         if self.params.pair_passes:

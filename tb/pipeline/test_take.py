@@ -5,7 +5,8 @@ inputs that matters.
 Expected values: the take rule (docs/ARCHITECTURE.md, "The take"): a pass leaves when the queue
 offers one and the next entry is free and, unless it was refused, both serving stages are free;
 a shared pass goes to the bank stage, a global one to the fetch stage, every one to the result
-stage and the ring; a refused stmatrix waits for the bank stage's room for its owed beats. The merge: the busy stage's entry, rows from the stage that lands them."""
+stage and the ring; a refused stmatrix waits for the bank stage's room for its owed beats. The
+merge: the busy stage's entry, rows from the stage that lands them."""
 
 import itertools
 
