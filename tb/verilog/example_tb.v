@@ -9,8 +9,9 @@
 // the header, so the bench runs at each AXI data width the unit offers (128, 256, 512 bits).
 //
 // It fills shared memory through the fill port (each 16-bit element holds its own halfword
-// address, a / 2), runs an ldmatrix .m8n8.x4.trans.b16 and an stmatrix .m8n8.x2.b16, reads the
-// stored rows back with an ldmatrix .m8n8.x2.b16 and dumps one line.
+// address, a / 2), runs an ldmatrix .m8n8.x4.trans.b16, a refused stmatrix (misaligned: its
+// beats sent all the same, docs/ports.md) and an stmatrix .m8n8.x2.b16, reads the stored rows
+// back with an ldmatrix .m8n8.x2.b16 and dumps one line.
 //
 // Where the expected values come from: the PTX text's ldmatrix / stmatrix fragment layout of
 // .m8n8 .b16 -- thread t holds, of each matrix, row t/4, elements 2(t mod 4) and 2(t mod 4)+1
@@ -257,6 +258,17 @@ module example_tb;
         end
         // rows 0..31: each matrix has one row in each of the 8 quads -> 1 cycle a matrix
         check("ldmatrix.x4.trans cycles", 4, beat[`TENSORLSU_RESULT_CYCLES_OFFSET +: `TENSORLSU_RESULT_CYCLES_WIDTH]);
+
+        // a refused stmatrix (thread 0's row 0x808 is not 16-byte aligned): its producer sends
+        // its two source beats as for any stmatrix; the unit takes and drops them, writes
+        // nothing, and the next stmatrix gets its own beats
+        put_instr(`TENSORLSU_FORM_STMATRIX_M8N8_X2_B16, 32'h808, 32);
+        put_store(2);
+        put_store(3);
+        take_beat;
+        check("refused stmatrix error", `TENSORLSU_ERROR_MISALIGNED,
+              beat[`TENSORLSU_RESULT_ERROR_OFFSET +: `TENSORLSU_RESULT_ERROR_WIDTH]);
+        check("refused stmatrix last", 1, beat[`TENSORLSU_RESULT_LAST_OFFSET]);
 
         // stmatrix .x2 to every other row from 0x800: thread i's row 0x800 + 32 i; matrix r row
         // k then holds 0x1000 (r + 1) + 8k + j in element j
