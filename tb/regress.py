@@ -5,6 +5,9 @@ and back-pressure on the streams. With ``--ports``, every port (tb/deck.py): wmm
 global and generic addresses through the AXI port, tcgen05.ld / st on the four quadrants,
 tcgen05.cp with shared-path instructions behind it, a level of idle and back-pressure per job;
 the coverage (policy x family x form x error x level) is printed with the cells never hit.
+Every stmatrix's source beats are sent, refused or not, as a producer sends them (the streams'
+idle puts them before, with or after the instruction): a refused stmatrix's coverage cells
+(MISALIGNED, OUT_OF_RANGE, OVERLAP) count refusals whose beats the unit had to drop.
 
 Expected values come from the model (tensorlsu.sim.model), itself checked against the H200
 vectors: data, error beats, and the bank cycles against ``model.wavefronts``. The unit does not
