@@ -184,8 +184,8 @@ def load(path) -> list[Record]:
 # Backends
 # --------------------------------------------------------------------------------------
 
-#: The record fields each instruction needs (a tcgen05.cp's may be immediates of the text).
 def _needs(ins: Instr) -> tuple[str, ...]:
+    """The record fields each instruction needs (a tcgen05.cp's may be immediates of the text)."""
     return {"ldmatrix": ("addr",), "stmatrix": ("addr",), "wmma.load": ("addr",),
             "tcgen05.ld": ("taddr", "warp"), "tcgen05.st": ("taddr", "warp"),
             "tcgen05.cp": ("taddr",) * (ins.taddr is None) + ("desc",) * (ins.desc is None)}[ins.op]
@@ -198,10 +198,10 @@ def operands(rec: Record) -> str | None:
     returned message says why (None: the backend may run it). What the ports cannot carry:
     shared addresses outside 0 … 2^32 - 1, a global one outside 0 … 2^64 - 1 (the RTL
     backend relocates a global image into its 32-bit global memory), a stride, Tensor Memory
-    address or warp index past 32 bits, an
-    immHalfSplitoff past a signed 32-bit immediate, an empty ``smem`` image (leave it out for
-    zero-filled memory), store registers other than the instruction's count per thread. Every
-    other check is the backend's own (the RTL's checks stay the RTL's)."""
+    address or warp index past 32 bits, an immHalfSplitoff past a signed 32-bit immediate, an
+    empty ``smem`` image (leave it out for zero-filled memory), store registers other than the
+    instruction's count per thread. Every other check is the backend's own (the RTL's checks
+    stay the RTL's)."""
     r, ins = rec.raw, rec.ins
     for k in _needs(ins):
         if k not in r:
@@ -258,6 +258,9 @@ class ModelBackend:
 
     def execute(self, rec: Record) -> dict:
         r, ins = rec.raw, rec.ins
+        why = operands(rec)     # run() checks first; a caller of execute() gets the same verdict
+        if why is not None:
+            raise ValueError(why)
         smem = shared_image(r, self.smem_bytes or SMEM_BYTES)
         if ins.op == "ldmatrix":
             return {"regs": model.ldmatrix(ins, smem, r["addr"]).tolist(),
