@@ -227,6 +227,19 @@ module example_tb;
         end
     endtask
 
+    // an stmatrix .m8n8.x2 of rows base + 32 t, its two source beats (registers first_reg and
+    // first_reg + 1 of put_store), sent whatever its verdict; its completion beat's error
+    task stmatrix_x2(input [31:0] base, input integer first_reg, input [31:0] want_error);
+        begin
+            put_instr(`TENSORLSU_FORM_STMATRIX_M8N8_X2_B16, base, 32);
+            put_store(first_reg);
+            put_store(first_reg + 1);
+            take_beat;
+            check("stmatrix.x2 error", want_error, beat[`TENSORLSU_RESULT_ERROR_OFFSET +: `TENSORLSU_RESULT_ERROR_WIDTH]);
+            check("stmatrix.x2 last", 1, beat[`TENSORLSU_RESULT_LAST_OFFSET]);
+        end
+    endtask
+
     initial begin
         repeat (2) @(posedge clk);
         @(negedge clk) rst = 0;
@@ -262,23 +275,11 @@ module example_tb;
         // a refused stmatrix (thread 0's row 0x808 is not 16-byte aligned): its producer sends
         // its two source beats as for any stmatrix; the unit takes and drops them, writes
         // nothing, and the next stmatrix gets its own beats
-        put_instr(`TENSORLSU_FORM_STMATRIX_M8N8_X2_B16, 32'h808, 32);
-        put_store(2);
-        put_store(3);
-        take_beat;
-        check("refused stmatrix error", `TENSORLSU_ERROR_MISALIGNED,
-              beat[`TENSORLSU_RESULT_ERROR_OFFSET +: `TENSORLSU_RESULT_ERROR_WIDTH]);
-        check("refused stmatrix last", 1, beat[`TENSORLSU_RESULT_LAST_OFFSET]);
+        stmatrix_x2(32'h808, 2, `TENSORLSU_ERROR_MISALIGNED);
 
         // stmatrix .x2 to every other row from 0x800: thread i's row 0x800 + 32 i; matrix r row
         // k then holds 0x1000 (r + 1) + 8k + j in element j
-        put_instr(`TENSORLSU_FORM_STMATRIX_M8N8_X2_B16, 32'h800, 32);
-        put_store(0);
-        put_store(1);
-        take_beat;
-        check("stmatrix.x2 error", `TENSORLSU_ERROR_NONE,
-              beat[`TENSORLSU_RESULT_ERROR_OFFSET +: `TENSORLSU_RESULT_ERROR_WIDTH]);
-        check("stmatrix.x2 last", 1, beat[`TENSORLSU_RESULT_LAST_OFFSET]);
+        stmatrix_x2(32'h800, 0, `TENSORLSU_ERROR_NONE);
         // rows 0x80 + 2i: quads 0, 2, 4, 6 twice per matrix -> 2 cycles a matrix
         check("stmatrix.x2 cycles", 4, beat[`TENSORLSU_RESULT_CYCLES_OFFSET +: `TENSORLSU_RESULT_CYCLES_WIDTH]);
 
