@@ -95,9 +95,10 @@ synth: $(STAMP) opensta
 formal: $(STAMP)
 	$(PY) formal/run.py
 
-# Bytes per clock, cycles per instruction, simulation speed: reports/bench.{md,json,png}
+# Bytes per clock, cycles per instruction, every form's latency against the silicon's, simulation
+# speed: reports/bench.{md,json,png}. Some parts: make bench PARTS="tmem latency"
 bench: $(STAMP)
-	$(PY) tb/bench.py
+	$(PY) tb/bench.py $(if $(PARTS),--parts $(PARTS))
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache build sim_build reports
