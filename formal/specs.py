@@ -11,6 +11,7 @@ from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cover
 from tensorlsu.hdl.codes import FORMAT_CODES, Error
+from tensorlsu.hdl.lib.slice import StreamSlice
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import GROUP_ROWS, Params
 from tensorlsu.hdl.pipeline import forms
@@ -377,10 +378,12 @@ class StreamRules(Elaboratable):
         # No result beat without an instruction in flight.
         with m.If(accepted == completed):
             m.d.comb += Assert(~d.result.valid, "no result beat without an instruction in flight")
-        # At most one instruction in A, a queue's worth in B and one in each result entry.
+        # At most two instructions in the intake slice, one in A, a queue's worth in B, one in
+        # each result entry and two more whose last beats wait in the outlet slice.
         p = d.params
-        m.d.comb += Assert((accepted - completed) <= 1 + p.pass_queue_depth + p.entries,
-                           "at most as many instructions in flight as A, B and the entries hold")
+        slices = 2 + 2
+        m.d.comb += Assert((accepted - completed) <= slices + 1 + p.pass_queue_depth + p.entries,
+                           "at most as many instructions in flight as the slices, A, B and the entries hold")
         # Covers: a refused instruction, and a stall of the result stream.
         m.d.comb += Cover(d.result.valid & (d.result.payload.error != Error.NONE), "a refused instruction's beat")
         m.d.comb += Cover(prev["result"][0] & ~prev["result"][1] & d.result.valid & d.result.ready,
@@ -655,6 +658,57 @@ class BrokenOwed(StoreOwed):
         return m
 
 
+class SliceContract(Elaboratable):
+    """The register slice against a two-entry FIFO, for every sequence of offers and readies
+    (induction over its state): it offers exactly the FIFO's oldest beat, takes a beat exactly
+    while the FIFO has room, and its ready and offer are registers (they do not follow this
+    cycle's inputs)."""
+
+    WIDTH = 4
+
+    def __init__(self, slice_cls=StreamSlice):
+        self.dut = slice_cls(self.WIDTH)
+
+    def elaborate(self, platform):
+        m = Module()
+        d = m.submodules.dut = self.dut
+        entries = [Signal(self.WIDTH, name=f"ref{k}") for k in range(2)]
+        count = Signal(range(3), name="ref_count")
+        for sig in (d.i.valid, d.i.payload, d.o.ready):
+            m.d.comb += sig.eq(AnySeq(len(sig)))
+        m.d.comb += [Assert(count <= 2),
+                     Assert(d.o.valid == (count != 0), "it offers a beat exactly while one is held"),
+                     Assert(~d.o.valid | (d.o.payload == entries[0]), "the oldest beat first"),
+                     Assert(d.i.ready == (count != 2), "it takes a beat exactly while there is room")]
+        # the slice's own state against the reference, for the induction
+        m.d.comb += [Assert(d.main_valid == (count != 0)), Assert(d.skid_valid == (count == 2)),
+                     Assert(~d.skid_valid | (d.skid == entries[1]))]
+        take, give = d.i.valid & d.i.ready, d.o.valid & d.o.ready
+        with m.If(give):
+            m.d.sync += entries[0].eq(Mux(take & (count == 1), d.i.payload, entries[1]))
+            with m.If(take & (count == 2)):
+                pass        # no room: never both (ready is low)
+            with m.Elif(take):
+                m.d.sync += entries[1].eq(d.i.payload)
+        with m.Elif(take):
+            with m.If(count == 0):
+                m.d.sync += entries[0].eq(d.i.payload)
+            with m.Else():
+                m.d.sync += entries[1].eq(d.i.payload)
+        m.d.sync += count.eq(count + take - give)
+        m.d.comb += Cover(take & ~give & (count == 1))
+        return m
+
+
+class BrokenSlice(StreamSlice):
+    """Stays ready while its skid entry is full, losing a beat: must FAIL."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.i.ready.eq(1)
+        return m
+
+
 #: name: (spec factory, sby mode, depth, why that depth)
 SPECS = {
     "scheduler": (lambda: SchedulerContract(), "prove", 1, "combinational: one step is every case"),
@@ -680,6 +734,9 @@ SPECS = {
     "streams_packed": (lambda: StreamRules("packed"), "bmc", 6, "the same under packed (pairs, five entries)"),
     "owed": (lambda: OwedContract(), "prove", 2, "induction: the counts are the reference's"),
     "owed_cover": (lambda: OwedContract(), "cover", 12, "beats owed ahead and behind a stmatrix waiting for its own"),
+    "slice": (lambda: SliceContract(), "prove", 2, "induction over the two entries and their valid bits"),
+    "slice_cover": (lambda: SliceContract(), "cover", 4, "a beat taken into the skid entry while the output waits"),
+    "broken_slice": (lambda: SliceContract(BrokenSlice), "prove", 4, "must FAIL: two held beats and a third taken"),
     "broken_owed": (lambda: OwedContract(BrokenOwed), "prove", 4,
                     "must FAIL: a store taken, a refusal behind it, a beat: the base case reaches it"),
     "pass_queue": (lambda: PassQueueOrder(), "prove", 3,

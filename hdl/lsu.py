@@ -18,6 +18,10 @@ T0…T3   TmemQuadrant        Tensor Memory: one lane quadrant each, its own tcg
 C       CopyStage           tcgen05.cp: shared banks → decompressor → quadrants
 ======  ==================  ===============================================================
 
+Every port is registered inside the unit: an intake slice (``hdl/lib/slice.py``) on each
+input stream, an outlet slice on each output stream, an ``AxiSlice`` on the AXI4 port's read
+channels and a register on ``smem_size``; each adds a clock where it sits and nothing else.
+
 The four Tensor Memory quadrants sit beside the shared-memory path and share nothing with it
 or with each other: warp ``w`` of a warpgroup drives ``tmem_*[w mod 4]``. The copy stage
 joins them: it takes the banks while the shared path is quiet (which then takes no
@@ -35,7 +39,9 @@ from amaranth.lib.wiring import In, Out
 from .copy.records import cp_instr_layout, cp_result_layout
 from .copy.stage import CopyStage
 from .gmem.axi import AxiSignature
+from .gmem.axi_slice import AxiSlice
 from .gmem.fetch import GlobalFetch
+from .lib.slice import StreamSlice
 from .params import Params
 from .pipeline.accept import AcceptStage
 from .pipeline.passq import PassQueue
@@ -51,6 +57,21 @@ from .tmem.records import LANES, QUADRANTS, tmem_fill_layout, tmem_instr_layout,
 
 __all__ = ["LoadStoreUnit"]
 
+
+def _intake(m, name: str, shape, port):
+    """An intake slice between the unit's input stream ``port`` and the stage it feeds: returns
+    the slice's output, which the stage connects to."""
+    s = m.submodules[f"{name}_intake"] = StreamSlice(shape)
+    wiring.connect(m, wiring.flipped(port), s.i)
+    return s.o
+
+
+def _outlet(m, name: str, shape, port):
+    """An outlet slice between a stage and the unit's output stream ``port``: returns the
+    slice's input, which the stage connects to."""
+    s = m.submodules[f"{name}_outlet"] = StreamSlice(shape)
+    wiring.connect(m, s.o, wiring.flipped(port))
+    return s.i
 
 
 class LoadStoreUnit(wiring.Component):
@@ -119,10 +140,15 @@ class LoadStoreUnit(wiring.Component):
         self.line_bits = p.line_bits
         self.instr_layout, self.result_layout = instr_layout(p), result_layout(p)
         self.fill_layout = fill_layout(p)
+        self.store_layout = data.ArrayLayout(unsigned(32), p.lanes)
+        self.tmem_layouts = {} if p.tmem is None else {
+            "instr": tmem_instr_layout(), "store": data.ArrayLayout(unsigned(32), LANES),
+            "result": tmem_result_layout(), "fill": tmem_fill_layout(p.tmem),
+            "dump_req": unsigned(p.tmem.col_bits), "dump": data.ArrayLayout(unsigned(32), LANES)}
         super().__init__({
             "instr": In(stream.Signature(self.instr_layout)),
             "smem_size": In(range(p.smem_bytes + 1), init=p.smem_bytes),
-            "store": In(stream.Signature(data.ArrayLayout(unsigned(32), p.lanes))),
+            "store": In(stream.Signature(self.store_layout)),
             "result": Out(stream.Signature(self.result_layout)),
             "fill": In(stream.Signature(self.fill_layout)),
             "dump_req": In(stream.Signature(unsigned(p.line_bits))),
@@ -130,12 +156,8 @@ class LoadStoreUnit(wiring.Component):
         } | ({} if not p.global_port else {
             "axi": Out(AxiSignature(p.axi_data_bits, p.axi_id_bits)),
         }) | ({} if p.tmem is None else {
-            "tmem_instr": In(stream.Signature(tmem_instr_layout())).array(QUADRANTS),
-            "tmem_store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))).array(QUADRANTS),
-            "tmem_result": Out(stream.Signature(tmem_result_layout())).array(QUADRANTS),
-            "tmem_fill": In(stream.Signature(tmem_fill_layout(p.tmem))).array(QUADRANTS),
-            "tmem_dump_req": In(stream.Signature(unsigned(p.tmem.col_bits))).array(QUADRANTS),
-            "tmem_dump": Out(stream.Signature(data.ArrayLayout(unsigned(32), LANES))).array(QUADRANTS),
+            f"tmem_{port}": (Out if port in ("result", "dump") else In)(stream.Signature(shape)).array(QUADRANTS)
+            for port, shape in self.tmem_layouts.items()
         }) | ({} if not p.copy_port else {
             "cp_instr": In(stream.Signature(cp_instr_layout())),
             "cp_result": Out(stream.Signature(cp_result_layout())),
@@ -152,18 +174,23 @@ class LoadStoreUnit(wiring.Component):
         m.submodules.result = result = ResultStage(p)
         m.submodules.banks = banks = SharedBanks(p)
 
-        wiring.connect(m, wiring.flipped(self.instr), accept.instr)
+        # every port is registered inside the unit: an intake slice on each input stream, an
+        # outlet slice on each output stream, a register on each level input
+        instr = _intake(m, "instr", self.instr_layout, self.instr)
+        smem_size = Signal.like(self.smem_size, name="smem_size_reg")
+        m.d.sync += smem_size.eq(self.smem_size)
+        wiring.connect(m, instr, accept.instr)
         wiring.connect(m, accept.passes, passq.push)
         wiring.connect(m, passq.pop, take.pop)
         wiring.connect(m, take.take, result.take, ring.take)
         wiring.connect(m, take.shared, bank.take)
-        wiring.connect(m, wiring.flipped(self.store), bank.store)
+        wiring.connect(m, _intake(m, "store", self.store_layout, self.store), bank.store)
         wiring.connect(m, result.entries, ring.entries)
-        wiring.connect(m, result.result, wiring.flipped(self.result))
-        for port in ("fill", "dump_req"):
-            wiring.connect(m, wiring.flipped(getattr(self, port)), getattr(banks, port))
-        wiring.connect(m, banks.dump, wiring.flipped(self.dump))
-        m.d.comb += [accept.smem_size.eq(self.smem_size), take.free.eq(result.free), take.tail.eq(result.tail),
+        wiring.connect(m, result.result, _outlet(m, "result", self.result_layout, self.result))
+        wiring.connect(m, _intake(m, "fill", self.fill_layout, self.fill), banks.fill)
+        wiring.connect(m, _intake(m, "dump_req", unsigned(p.line_bits), self.dump_req), banks.dump_req)
+        wiring.connect(m, banks.dump, _outlet(m, "dump", unsigned(8 * p.line_bytes), self.dump))
+        m.d.comb += [accept.smem_size.eq(smem_size), take.free.eq(result.free), take.tail.eq(result.tail),
                      take.start.eq(ring.start), bank.blocked.eq(ring.blocked),
                      take.store_room.eq(bank.store_room)]
 
@@ -174,7 +201,9 @@ class LoadStoreUnit(wiring.Component):
             # a global pass takes its fetch context as it enters the pass queue
             m.d.comb += [fetch.enter.eq(passq.push.valid & passq.push.ready),
                          fetch.enter_pass.eq(passq.push.payload), passq.hold.eq(~fetch.room)]
-            wiring.connect(m, fetch.axi, wiring.flipped(self.axi))
+            m.submodules.axi_slice = axi = AxiSlice(p.axi_data_bits, p.axi_id_bits)
+            wiring.connect(m, fetch.axi, axi.fetch)
+            wiring.connect(m, axi.port, wiring.flipped(self.axi))
             wiring.connect(m, bank.progress, merge.bank)
             wiring.connect(m, fetch.progress, merge.fetch)
             m.d.comb += [merge.fetch_busy.eq(fetch.busy), fetch.blocked.eq(ring.blocked)]
@@ -201,28 +230,33 @@ class LoadStoreUnit(wiring.Component):
             wiring.connect(m, bank.banks, banks.port)
             return m
         quads = [TmemQuadrant(p.tmem, q) for q in range(QUADRANTS)]
+        tmem_instr = []
         for q, quad in enumerate(quads):
             m.submodules[f"tmem{q}"] = quad
             for port in ("instr", "store", "fill", "dump_req"):
-                wiring.connect(m, wiring.flipped(getattr(self, f"tmem_{port}")[q]), getattr(quad, port))
+                inner = _intake(m, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q])
+                wiring.connect(m, inner, getattr(quad, port))
+                if port == "instr":
+                    tmem_instr.append(inner)
             for port in ("result", "dump"):
-                wiring.connect(m, getattr(quad, port), wiring.flipped(getattr(self, f"tmem_{port}")[q]))
+                outer = _outlet(m, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q])
+                wiring.connect(m, getattr(quad, port), outer)
         if not p.copy_port:
             m.d.comb += [banks.quiet.eq(quiet), accept.stall.eq(banks.claim)]
             wiring.connect(m, bank.banks, banks.port)
             return m
         m.submodules.copy = cp = CopyStage(p)
-        wiring.connect(m, wiring.flipped(self.cp_instr), cp.instr)
-        wiring.connect(m, cp.result, wiring.flipped(self.cp_result))
+        wiring.connect(m, _intake(m, "cp_instr", cp_instr_layout(), self.cp_instr), cp.instr)
+        wiring.connect(m, cp.result, _outlet(m, "cp_result", cp_result_layout(), self.cp_result))
         # a fill or dump claims the banks first; a fill waits for a copy that holds them. A copy,
         # once taken, goes before any instruction offered after it; an instruction offered on
         # the shared port goes before a copy not yet taken, and one waiting on a quadrant's port
         # before the copy that would write it (copies back to back starve nothing)
-        m.d.comb += [cp.smem_size.eq(self.smem_size), cp.quiet.eq(quiet & ~banks.claim), cp.defer.eq(self.instr.valid),
+        m.d.comb += [cp.smem_size.eq(smem_size), cp.quiet.eq(quiet & ~banks.claim), cp.defer.eq(instr.valid),
                      banks.quiet.eq(quiet & ~cp.reading),
                      accept.stall.eq(banks.claim | cp.active | cp.waiting)]
         for q, quad in enumerate(quads):
-            m.d.comb += [cp.tmem_idle[q].eq(quad.idle & ~self.tmem_instr[q].valid), quad.hold.eq(cp.hold[q])]
+            m.d.comb += [cp.tmem_idle[q].eq(quad.idle & ~tmem_instr[q].valid), quad.hold.eq(cp.hold[q])]
             wiring.connect(m, cp.tmem[q], quad.copy)
         # the banks' port: the bank stage's, or the copy's reads while it holds them
         port, own = banks.port, cp.active

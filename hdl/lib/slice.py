@@ -1,0 +1,48 @@
+"""A register slice: a stream cut by flip-flops in both directions."""
+
+from __future__ import annotations
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["StreamSlice"]
+
+
+class StreamSlice(wiring.Component):
+    """A register slice of a stream of ``shape``: the output's ``valid`` and ``payload`` and the
+    input's ``ready`` all come from flip-flops, so no combinational path crosses it in either
+    direction. Used as the unit's intake on every input stream and outlet on every output
+    stream, as a block inside an SM sees its ports through registers.
+
+    Latency: a beat taken in one cycle is offered the next. Throughput: a beat a clock. Two
+    entries: ``main`` (the output) and ``skid``, which takes the beat the input offered in the
+    cycle the output was held; while ``skid`` is full the input is not ready. Beats leave in the
+    order they came. The payload registers have no reset (only their valid bits do).
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+    o : Out(stream.Signature(shape))
+    """
+
+    def __init__(self, shape):
+        self.shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+        # the slice's state, named for the proof (formal/slice_specs.py)
+        self.main = Signal(shape, name="main", reset_less=True)
+        self.skid = Signal(shape, name="skid", reset_less=True)
+        self.main_valid = Signal(name="main_valid")
+        self.skid_valid = Signal(name="skid_valid")
+
+    def elaborate(self, platform):
+        m = Module()
+        main, skid, main_valid, skid_valid = self.main, self.skid, self.main_valid, self.skid_valid
+        m.d.comb += [self.o.payload.eq(main), self.o.valid.eq(main_valid), self.i.ready.eq(~skid_valid)]
+        with m.If(~main_valid | self.o.ready):
+            # the output takes the held beat first, else the input's
+            m.d.sync += [main.eq(Mux(skid_valid, skid, self.i.payload)),
+                         main_valid.eq(skid_valid | self.i.valid), skid_valid.eq(0)]
+        with m.Elif(self.i.valid & ~skid_valid):
+            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+        return m
