@@ -9,13 +9,16 @@ Steps (one work folder per block under build/asic/):
    Verilog), maps each memory onto the cheapest fakeram7 macro arrangement or onto flip-flops,
    whichever takes less area (``memory_libmap`` with a library written from the macro files in
    synth/lib/fakeram7: cost = macro area; a bit in logic costs :data:`MEMORY_FF`'s area), maps
-   flip-flops (``dfflibmap``) and logic (``abc -D`` at the clock period) onto the standard
-   cells, without the cells flows usually keep out (:data:`DONT_USE`).
+   flip-flops (``dfflibmap``, onto the smallest flip-flop: :data:`FF_DONT_USE`) and logic (ABC
+   at the clock period, gates sized by it, no buffering of its own: :func:`abc_script`) onto
+   the standard cells, without the cells flows usually keep out (:data:`DONT_USE`).
 2. Nets with more than :data:`MAX_FANOUT` sinks get buffer trees (ABC sees neither the flip-flops
    nor the macro pins it drives, so a select line into a 512-bit multiplexer would otherwise be
    timed as one gate driving hundreds of pins).
-3. OpenSTA times the netlist: the worst register-to-register path, and the paths from and to the
-   block's ports with :data:`PORT_BUDGET` of the period left to the logic outside.
+3. OpenSTA times the netlist; every flip-flop that starts a path the period misses takes the
+   larger cell (:func:`upsize_flops`), and OpenSTA times it again: the worst register-to-register
+   path, the paths from and to the block's ports with :data:`PORT_BUDGET` of the period left to
+   the logic outside, and the census of register inputs reached late.
 
 What the figures are: logic synthesis plus static timing with an ideal clock, no placement and
 no wires; macro area and timing are fakeram7's placeholders of a plausible size. The report says
@@ -44,6 +47,24 @@ MACROS = LIB / "fakeram7"
 #: cells synthesis may not use: the weakest drives (``x1p``/``xp``) and the scan and
 #: clock-gating cells, as ASAP7 flows usually exclude them
 DONT_USE = ("*x1p*", "*xp*", "SDF*", "ICG*")
+#: flip-flops the mapping may not use either: the larger drives and the ones with a true output
+#: (``dfflibmap`` prefers a Q output to a QN and an inverter, which put every flip-flop on the x4
+#: cell); each flip-flop starts as the smallest one, and :func:`upsize_flops` enlarges those
+#: that start a path the timing misses
+FF_DONT_USE = ("DFFHQx4*", "DFFLQx4*", "DFFHQNx2*", "DFFHQNx3*", "DFFLQNx2*", "DFFLQNx3*")
+#: what a flip-flop that starts a late path becomes
+FF_UPSIZE = {"DFFHQNx1_ASAP7_75t_R": "DFFHQNx3_ASAP7_75t_R", "DFFLQNx1_ASAP7_75t_R": "DFFLQNx3_ASAP7_75t_R"}
+
+
+def abc_script(period_ps: int) -> str:
+    """ABC's script under a timing constraint: Yosys's default for ``-constr`` without its
+    ``buffer`` step. ABC sees neither the flip-flops nor the macro pins a net drives, and its
+    buffering put chains of BUFx2 on paths (about 22k in the unit); nets are buffered here
+    instead, by their sinks (:func:`buffer_fanout`), and gates are still sized by ABC."""
+    return (f"strash; &get -n; &fraig -x; &put; scorr; dc2; dretime; strash; &get -n; &dch -f; &nf -D {period_ps}; "
+            f"&put; upsize -D {period_ps}; dnsize -D {period_ps}; stime -p\n")
+
+
 #: the cell that drives a buffer tree's branches, and the most sinks one net may have
 BUFFER, MAX_FANOUT = "BUFx4_ASAP7_75t_R", 12
 BUFFER_IN, BUFFER_OUT = "A", "Y"
@@ -198,8 +219,11 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # opt -full's operator sharing can leave a coarse $mux behind (the unit with the copy
         # stage, from its Verilog): map what is left before the cells are bound
         "techmap; opt -fast; "
-        f"dfflibmap -liberty {stdlib} {dont}; "
-        f"abc -liberty {stdlib} -D {period_ps} -constr constr.txt {dont}; "
+        # each flip-flop named after the signal it holds while that is still its output (the
+        # mapped cell's is inverted, and ABC may take the inverter into the logic)
+        "rename -wire -suffix _reg t:$_*DFF*; "
+        f"dfflibmap -liberty {stdlib} {dont} {' '.join(f'-dont_use {c}' for c in FF_DONT_USE)}; "
+        f"abc -liberty {stdlib} -D {period_ps} -constr constr.txt -script abc.script {dont}; "
         f"opt_clean; hilomap -singleton -hicell {' '.join(TIE_HI)} -locell {' '.join(TIE_LO)}; "
         "setundef -zero; opt_clean -purge; "
         # the cells' port directions, for the buffer trees
@@ -351,7 +375,7 @@ group_path -name in2out -from $inputs -to [all_outputs]
 report_checks -path_delay max -group_count 1 -digits 1 -fields {{fanout cap slew}}
 puts "worst_slack [sta::format_time [sta::worst_slack_cmd max] 1]"
 puts "{CENSUS}"
-report_checks -path_delay max -path_group clk -slack_max 0 -group_count {CENSUS_MAX} -endpoint_count 1 -format end
+report_checks -path_delay max -path_group clk -slack_max 0 -group_count {CENSUS_MAX} -endpoint_count 1 -format summary
 """
 
 
@@ -377,20 +401,51 @@ def component_of(endpoint: str) -> str:
     return re.sub(r"\$\d+$", "", name.split(".")[0])
 
 
-def parse_census(text: str) -> dict:
-    """Per component (:func:`component_of`): how many register inputs miss the period and the
-    worst slack among them, worst first."""
-    out: dict[str, dict] = {}
+def late_paths(text: str) -> list[tuple[str, str, float]]:
+    """(start point, register input, slack) of every register input that misses the period:
+    the census after :data:`CENSUS` in the timing log."""
+    out = []
     if CENSUS not in text:
         return out
     for line in text.split(CENSUS, 1)[1].splitlines():
         f = line.split()
-        if len(f) >= 5 and f[-1] == "(VIOLATED)":
-            comp, slack = component_of(f[0]), float(f[-2])
-            c = out.setdefault(comp, {"missing": 0, "worst_slack_ps": slack})
-            c["missing"] += 1
-            c["worst_slack_ps"] = min(c["worst_slack_ps"], slack)
+        if len(f) == 5 and re.fullmatch(r"-?[\d.]+", f[-1]) and float(f[-1]) < 0:
+            out.append((f[0], f[2], float(f[-1])))
+    return out
+
+
+def parse_census(text: str) -> dict:
+    """Per component (:func:`component_of`): how many register inputs miss the period and the
+    worst slack among them, worst first."""
+    out: dict[str, dict] = {}
+    for _, end, slack in late_paths(text):
+        c = out.setdefault(component_of(end), {"missing": 0, "worst_slack_ps": slack})
+        c["missing"] += 1
+        c["worst_slack_ps"] = min(c["worst_slack_ps"], slack)
     return dict(sorted(out.items(), key=lambda kv: kv[1]["worst_slack_ps"]))
+
+
+def upsize_flops(netlist: dict, starts: list[str], top: str = "top") -> int:
+    """Give every flip-flop that starts one of ``starts`` (``cell/pin`` or ``instance/cell/pin``
+    for a module kept whole) its larger cell (:data:`FF_UPSIZE`), in place; returns how many
+    cells changed (a module's cell counts once, whatever its instances)."""
+    mods = netlist["modules"]
+    changed = 0
+    for start in set(starts):
+        parts = start.split("/")
+        if len(parts) < 2:
+            continue                # a port
+        module = top
+        if len(parts) > 2:
+            inst = mods[top]["cells"].get(parts[0])
+            if inst is None or inst["type"] not in mods:
+                continue
+            module = inst["type"]
+        cell = mods[module]["cells"].get(parts[-2])
+        if cell is not None and cell["type"] in FF_UPSIZE:
+            cell["type"] = FF_UPSIZE[cell["type"]]
+            changed += 1
+    return changed
 
 
 def parse_sta(text: str) -> dict:
@@ -459,6 +514,7 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
         _place(MACROS / f"{m.name}.lib", work / f"{m.name}.lib")
     (work / "macros.txt").write_text(memory_library(ms))
     (work / "macros_map.v").write_text(macro_techmap(ms))
+    (work / "abc.script").write_text(abc_script(period_ps))
     (work / "constr.txt").write_text(f"set_driving_cell {DRIVER}\nset_load {OUTPUT_LOAD_FF}\n")
     macro_libs = [f"{m.name}.lib" for m in ms]
     areas = cell_areas(stdlib.read_text())
@@ -485,18 +541,31 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
                   & {m.name for m in ms})
     (work / "sta.tcl").write_text(sta_script(period_ps, stdlib.name, [f"{u}.lib" for u in used]))
     t1 = time.perf_counter()
-    say(f"  OpenSTA (log: {work}/sta.log)")
-    r = subprocess.run(["sta", "-no_init", "-exit", "sta.tcl"], cwd=work, capture_output=True, text=True)
-    (work / "sta.log").write_text(r.stdout + r.stderr)
-    if r.returncode or "worst_slack" not in r.stdout:
-        raise RuntimeError(f"{name}: OpenSTA failed, see {work}/sta.log")
-    paths = parse_sta(r.stdout)
-    worst = float(re.search(r"worst_slack (-?[\d.]+)", r.stdout).group(1))
+
+    def sta(log: str) -> str:
+        say(f"  OpenSTA (log: {work}/{log})")
+        r = subprocess.run(["sta", "-no_init", "-exit", "sta.tcl"], cwd=work, capture_output=True, text=True)
+        (work / log).write_text(r.stdout + r.stderr)
+        if r.returncode or "worst_slack" not in r.stdout:
+            raise RuntimeError(f"{name}: OpenSTA failed, see {work}/{log}")
+        return r.stdout
+
+    # every flip-flop starts as the smallest; those that start a late path are enlarged, and
+    # the netlist timed again
+    out = sta("sta_first.log")
+    upsized = upsize_flops(netlist, [start for start, _, _ in late_paths(out)])
+    if upsized:
+        write_verilog(netlist, work / "netlist.v")
+        out = sta("sta.log")
+    else:
+        _place(work / "sta_first.log", work / "sta.log")
+    paths = parse_sta(out)
+    worst = float(re.search(r"worst_slack (-?[\d.]+)", out).group(1))
     reg = paths.get("clk")
     res = {"block": name, "source": "Verilog" if verilog else "RTLIL", "period_ps": period_ps,
            **area_by_kind(netlist, areas, ms),
-           "fanout_buffers_added": buffers, "macro_kinds": used, "worst_slack_ps": worst,
+           "fanout_buffers_added": buffers, "flops_upsized": upsized, "macro_kinds": used, "worst_slack_ps": worst,
            "fmax_mhz": round(1e6 / (period_ps - worst)),
            "reg2reg_fmax_mhz": round(1e6 / (period_ps - reg["slack_ps"])) if reg else None,
-           "paths": paths, "census": parse_census(r.stdout), "yosys_s": yosys_s, "sta_s": round(time.perf_counter() - t1, 1)}
+           "paths": paths, "census": parse_census(out), "yosys_s": yosys_s, "sta_s": round(time.perf_counter() - t1, 1)}
     return res

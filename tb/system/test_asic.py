@@ -9,6 +9,7 @@ import pytest
 from amaranth.back import rtlil
 from conftest import ROOT
 from tensorlsu.hdl.gmem.fetch import GlobalFetch
+from tensorlsu.hdl.gmem.rows import FetchRows
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params, TmemParams
 from tensorlsu.hdl.smem.banks import SharedBanks
@@ -50,8 +51,9 @@ def test_census_counts_the_registers_that_miss_the_goal(tmp_path):
     worst = min(v["worst_slack_ps"] for v in census.values())
     assert worst == pytest.approx(reg["slack_ps"], abs=0.1)
     assert census[asic.component_of(reg["end"])]["worst_slack_ps"] == worst
-    # no more inputs miss than there are flip-flops
+    # no more inputs miss than there are flip-flops; those that start late paths were enlarged
     assert 0 < sum(v["missing"] for v in census.values()) <= row["ffs"]
+    assert row["flops_upsized"] > 0
     assert "miss 150 ps, by component" in (tmp_path / "asic.md").read_text()
 
 
@@ -123,11 +125,12 @@ def test_row_store_leaves_as_register_files():
     assert "tensorlsu_sram_" not in text
     # in the whole unit, each memory takes the module of its own shape: the banks fit the
     # read-or-write port; the row store's lanes would fit a Tensor Memory bank's two ports too
-    unit = verilog_text(LoadStoreUnit(Params()), "top")
+    # (the smallest Tensor Memory keeps the emission short)
+    unit = verilog_text(LoadStoreUnit(Params(tmem_columns=32)), "top")
     assert "module tensorlsu_sram_sp_128x128 " in unit and "module tensorlsu_rf_8x128 " in unit
     assert "module tensorlsu_rf_128x128 " not in unit
     assert unit.count("tensorlsu_rf_8x128 ") == 8 + 1
-    assert unit.count("tensorlsu_sram_dp_256x1024_be32 ") == 4 * 2 + 1
+    assert unit.count("tensorlsu_sram_dp_16x1024_be32 ") == 4 * 2 + 1
     assert unit.count("tensorlsu_sram_sp_128x128 ") == 8 + 1
 
 
@@ -136,7 +139,7 @@ def test_small_memories_become_flip_flops_and_large_ones_macros():
     store (eight words of 128 bits) is flip-flops, from RTLIL and from the emitted Verilog
     (the banks, far larger, are macros: the tests above)."""
     for verilog in (False, True):
-        dut = GlobalFetch(Params(tmem_columns=0))
+        dut = FetchRows(Params(tmem_columns=0))
         source = verilog_text(dut, "top") if verilog else rtlil.convert(dut, name="top")
         work = ROOT / "build" / "test_asic" / ("rows_v" if verilog else "rows_il")
         row = asic.run("rows", source, work, verilog=verilog, say=lambda _: None)
@@ -192,3 +195,19 @@ def test_memory_library_describes_each_macro():
     body = tm[tm.index(f"module \\{dp.techmap_cell}"):].split("endmodule")[0]
     assert ".addr_in_B(PORT_B_ADDR)" in body
     assert ".ce_in(PORT_A_RD_EN | (|PORT_A_WR_EN) | PORT_B_RD_EN | (|PORT_B_WR_EN))" in body
+
+
+def test_upsize_flops_enlarges_the_flip_flops_that_start_late_paths():
+    """A flip-flop of the top or of a module kept whole that starts a late path takes the larger
+    cell; ports and other cells are left alone."""
+    x1, big = "DFFHQNx1_ASAP7_75t_R", asic.FF_UPSIZE["DFFHQNx1_ASAP7_75t_R"]
+    netlist = {"modules": {
+        "top": {"cells": {"a_reg": {"type": x1}, "b_reg": {"type": x1}, "g": {"type": "NAND2xp5_ASAP7_75t_R"},
+                          "q0": {"type": "quad"}}},
+        "quad": {"cells": {"w_reg": {"type": x1}}}}}
+    n = asic.upsize_flops(netlist, ["a_reg/QN", "a_reg/QN", "q0/w_reg/QN", "g/Y", "instr__payload[0]"])
+    cells = netlist["modules"]
+    assert n == 2
+    assert cells["top"]["cells"]["a_reg"]["type"] == big and cells["top"]["cells"]["b_reg"]["type"] == x1
+    assert cells["quad"]["cells"]["w_reg"]["type"] == big
+    assert cells["top"]["cells"]["g"]["type"] == "NAND2xp5_ASAP7_75t_R"

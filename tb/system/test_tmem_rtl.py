@@ -6,6 +6,7 @@ checked against CuTe's SM100 copy atoms and the PTX text in test_layouts_cute.py
 test_model.py), applied per quadrant in each port's order.
 """
 
+import json
 import random
 
 import numpy as np
@@ -35,14 +36,29 @@ def test_sm100_records_through_rtl(sim, capsys):
 
 
 @pytest.mark.parametrize("sim", SIMS)
-def test_tcgen05_cp_records_through_rtl(sim, capsys):
-    """Every record of the tcgen05.cp test data (expectations from CUTLASS's layouts,
+def test_tcgen05_cp_records_through_rtl(sim, capsys, tmp_path):
+    """The records of the tcgen05.cp test data (expectations from CUTLASS's layouts,
     tb/cute.py): each shape, multicast, source format and swizzle, and every refusal, through
-    the whole unit (shared memory filled through its fill port, Tensor Memory dumped)."""
-    rc = cli.main(["replay", str(DATA / "sm100_cp.jsonl"), "--backend", "rtl", "--sim", sim])
+    the whole unit (shared memory filled through its fill port, Tensor Memory dumped). All 92
+    on Verilator; on Icarus the first of each shape, source format and refusal kind (`make
+    sim` replays all of them there)."""
+    path = DATA / "sm100_cp.jsonl"
+    if sim == "icarus":
+        seen, keep = set(), []
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            form = rec["instr"].split()[0]
+            key = (form.split(".")[3], "b6x16" in form, "b4x16" in form, rec["expect"].get("error"))
+            if key not in seen:
+                seen.add(key)
+                keep.append(line)
+        path = tmp_path / "cp_each_kind.jsonl"
+        path.write_text("\n".join(keep) + "\n")
+    n = len(path.read_text().splitlines())
+    rc = cli.main(["replay", str(path), "--backend", "rtl", "--sim", sim])
     out = capsys.readouterr().out
     assert rc == 0, out[-3000:]
-    assert "92 records, 92 passed, 0 failed" in out
+    assert f"{n} records, {n} passed, 0 failed" in out and n >= 20
 
 
 def _random_jobs(seed: int, per_port: int):
