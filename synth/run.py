@@ -351,7 +351,9 @@ def asic_markdown(rows) -> str:
             "What these figures are: logic synthesis and static timing, with no placement, no wires and an "
             "ideal clock (no clock tree, no skew); fakeram7's macro areas and timings are placeholders of a "
             "plausible size, not a foundry's. Nets with more than "
-            f"{asic.MAX_FANOUT} sinks are buffered before timing ({asic.BUFFER}).\n\n")
+            f"{asic.MAX_FANOUT} sinks are buffered before timing ({asic.BUFFER}); gates are sized by ABC's "
+            "own load model, flip-flops start on the smallest cell and those that start a late path take "
+            "the x3 cell (one pass, no timing-driven resizer); no hold fixing.\n\n")
     table = ("| block | policy | from | logic | flip-flops | SRAM macros | total | FFs | macros | "
              "Fmax reg-reg (MHz) | Fmax with ports | worst register-to-register path | worst port path |\n"
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -362,8 +364,9 @@ def asic_markdown(rows) -> str:
         ports = [v for k, v in r["paths"].items() if k != "clk"]
         worst_port = min(ports, key=lambda v: v["slack_ps"]) if ports else None
         kinds = ", ".join(k.replace("fakeram7_", "") for k in r["macro_kinds"])
+        upsized = f" ({r['flops_upsized']:,} x3)" if r.get("flops_upsized") else ""
         table += (f"| {r['block']} | {r['policy']} | {r['source']} | {r['logic_um2']:,.0f} | {r['ff_um2']:,.0f} | "
-                  f"{r['macro_um2']:,.0f} | {r['total_um2']:,.0f} | {r['ffs']:,} | {r['macros']}"
+                  f"{r['macro_um2']:,.0f} | {r['total_um2']:,.0f} | {r['ffs']:,}{upsized} | {r['macros']}"
                   f"{f' ({kinds})' if kinds else ''} | {r['reg2reg_fmax_mhz']} | {r['fmax_mhz']} | "
                   f"{_fmt_path(r['paths'].get('clk'))} | {_fmt_path(worst_port)} |\n")
     whole = next((r for r in rows if r["block"] == "unit_tmem" and "error" not in r), None)
