@@ -10,8 +10,8 @@ Steps (one work folder per block under build/asic/):
    whichever takes less area (``memory_libmap`` with a library written from the macro files in
    synth/lib/fakeram7: cost = macro area; a bit in logic costs :data:`MEMORY_FF`'s area), maps
    flip-flops (``dfflibmap``, onto the smallest flip-flop: :data:`FF_DONT_USE`) and logic (ABC
-   at the clock period, gates sized by it, no buffering of its own: :func:`abc_script`) onto
-   the standard cells, without the cells flows usually keep out (:data:`DONT_USE`).
+   at the clock period, which sizes and buffers its gates) onto the standard cells, without the
+   cells flows usually keep out (:data:`DONT_USE`).
 2. Nets with more than :data:`MAX_FANOUT` sinks get buffer trees (ABC sees neither the flip-flops
    nor the macro pins it drives, so a select line into a 512-bit multiplexer would otherwise be
    timed as one gate driving hundreds of pins).
@@ -54,15 +54,6 @@ DONT_USE = ("*x1p*", "*xp*", "SDF*", "ICG*")
 FF_DONT_USE = ("DFFHQx4*", "DFFLQx4*", "DFFHQNx2*", "DFFHQNx3*", "DFFLQNx2*", "DFFLQNx3*")
 #: what a flip-flop that starts a late path becomes
 FF_UPSIZE = {"DFFHQNx1_ASAP7_75t_R": "DFFHQNx3_ASAP7_75t_R", "DFFLQNx1_ASAP7_75t_R": "DFFLQNx3_ASAP7_75t_R"}
-
-
-def abc_script(period_ps: int) -> str:
-    """ABC's script under a timing constraint: Yosys's default for ``-constr`` without its
-    ``buffer`` step. ABC sees neither the flip-flops nor the macro pins a net drives, and its
-    buffering put chains of BUFx2 on paths (about 22k in the unit); nets are buffered here
-    instead, by their sinks (:func:`buffer_fanout`), and gates are still sized by ABC."""
-    return (f"strash; &get -n; &fraig -x; &put; scorr; dc2; dretime; strash; &get -n; &dch -f; &nf -D {period_ps}; "
-            f"&put; upsize -D {period_ps}; dnsize -D {period_ps}; stime -p\n")
 
 
 #: the cell that drives a buffer tree's branches, and the most sinks one net may have
@@ -223,7 +214,7 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # mapped cell's is inverted, and ABC may take the inverter into the logic)
         "rename -wire -suffix _reg t:$_*DFF*; "
         f"dfflibmap -liberty {stdlib} {dont} {' '.join(f'-dont_use {c}' for c in FF_DONT_USE)}; "
-        f"abc -liberty {stdlib} -D {period_ps} -constr constr.txt -script abc.script {dont}; "
+        f"abc -liberty {stdlib} -D {period_ps} -constr constr.txt {dont}; "
         f"opt_clean; hilomap -singleton -hicell {' '.join(TIE_HI)} -locell {' '.join(TIE_LO)}; "
         "setundef -zero; opt_clean -purge; "
         # the cells' port directions, for the buffer trees
@@ -514,7 +505,6 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
         _place(MACROS / f"{m.name}.lib", work / f"{m.name}.lib")
     (work / "macros.txt").write_text(memory_library(ms))
     (work / "macros_map.v").write_text(macro_techmap(ms))
-    (work / "abc.script").write_text(abc_script(period_ps))
     (work / "constr.txt").write_text(f"set_driving_cell {DRIVER}\nset_load {OUTPUT_LOAD_FF}\n")
     macro_libs = [f"{m.name}.lib" for m in ms]
     areas = cell_areas(stdlib.read_text())
