@@ -729,7 +729,8 @@ SPECS = {
     "write_select_cover": (lambda: WriteSelect(), "cover", 10, "the last row of a window after others of its quad"),
     "broken_write_select": (lambda: WriteSelect(crossbar_cls=BrokenWriteSelect), "bmc", 10, "must FAIL"),
     "streams": (lambda: StreamRules(), "bmc", 6,
-                "bounded: accept, serve, land and a stalled beat of a load fit in 6 steps"),
+                "bounded: a refused instruction's beat through both port slices (step 5) and a "
+                "stalled result beat (step 6) fit in 6 steps (streams_cover)"),
     "streams_cover": (lambda: StreamRules(), "cover", 8, "a refused instruction's beat; a stalled result beat"),
     "streams_packed": (lambda: StreamRules("packed"), "bmc", 6, "the same under packed (pairs, five entries)"),
     "owed": (lambda: OwedContract(), "prove", 2, "induction: the counts are the reference's"),
