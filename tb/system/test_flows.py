@@ -10,16 +10,17 @@ from tensorlsu.hdl.lib.mux import mux_tree
 
 def test_formal_smoke():
     """Both scheduler contracts, the decompressor, the store shuffle, the pass queue's order,
-    the ring rule, the Tensor Memory reduction and the owed store beats prove, their covers are
-    reached; the broken schedulers, write crossbar, ring, queue, reduction and owed beats must
-    fail."""
+    the ring rule, the Tensor Memory reduction, the owed store beats and the port slice prove,
+    their covers are reached; the broken schedulers, write crossbar, ring, queue, reduction,
+    owed beats and slice must fail."""
     expect = {"scheduler": "PASS", "scheduler_pairs": "PASS", "decompress": "PASS",
               "scheduler_cover": "PASS", "store_shuffle": "PASS", "pass_queue": "PASS",
               "pass_queue_cover": "PASS", "ring": "PASS", "ring_packed": "PASS", "ring_cover": "PASS",
               "broken": "FAIL", "broken_pairs": "FAIL", "broken_write_select": "FAIL",
               "broken_ring": "FAIL", "broken_pass_queue": "FAIL",
               "tmem_reduce": "PASS", "broken_tmem_reduce": "FAIL",
-              "owed": "PASS", "owed_cover": "PASS", "broken_owed": "FAIL"}
+              "owed": "PASS", "owed_cover": "PASS", "broken_owed": "FAIL",
+              "slice": "PASS", "broken_slice": "FAIL"}
     r = subprocess.run([sys.executable, "formal/run.py", *expect], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = {ln.split()[1]: ln.split()[0] for ln in r.stdout.splitlines() if ln[:4] in ("PASS", "FAIL")}
