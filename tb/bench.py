@@ -34,14 +34,12 @@ from tensorlsu.hdl.copy.records import FORMS as COPY_FORMS  # noqa: E402
 from tensorlsu.hdl.copy.records import instr_fields as copy_fields  # noqa: E402
 from tensorlsu.hdl.params import DEEP_GLOBAL_PORT, Params  # noqa: E402
 from tensorlsu.hdl.pipeline import forms  # noqa: E402
-from tensorlsu.hdl.tmem.plan import NUMS, SHAPES  # noqa: E402
 from tensorlsu.sim import (  # noqa: E402
     descriptor,
     layouts,  # noqa: E402
     model,
     ptx,
 )
-from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BURST = 24
@@ -282,19 +280,9 @@ def bench_tmem(sim: str):
     the last, bytes per clock at that rate, and the first's latency (acceptance to last beat);
     then four quadrants at once."""
     jobs, meta = [], []
-    for op in ("tcgen05.ld", "tcgen05.st"):
-        for shape in SHAPES:
-            for pack in (False, True):
-                for num in NUMS:
-                    if TCGEN05_REGS_PER_X1[shape] * num > 128:
-                        continue
-                    q = ("pack::16b" if op == "tcgen05.ld" else "unpack::16b") if pack else ""
-                    ins = ptx.parse(f"{op}.sync.aligned.{shape}.x{num}{'.' + q if q else ''}.b32", "sm_100a")
-                    span = ins.num * (2 if pack else 1) * {"32x32b": 1, "16x32bx2": 1, "16x64b": 2,
-                                                             "16x128b": 4, "16x256b": 8}[shape]
-                    split = span if shape == "16x32bx2" else None
-                    jobs.append({"tmem": {"0": [tmem_instr_job(ins, 0, 0, split)] * TMEM_BURST}})
-                    meta.append(ins)
+    for ins, split in latency.tmem_forms():
+        jobs.append({"tmem": {"0": [tmem_instr_job(ins, 0, 0, split)] * TMEM_BURST}})
+        meta.append(ins)
     # four quadrants at once: 8 back-to-back 32x32b.x32 loads on every port
     ins4 = ptx.parse("tcgen05.ld.sync.aligned.32x32b.x32.b32", "sm_100a")
     jobs.append({"tmem": {str(q): [tmem_instr_job(ins4, (32 * q) << 16, q)] * 8 for q in range(4)}})

@@ -133,24 +133,31 @@ def global_rows() -> list[dict]:
     return rows
 
 
-def tmem_rows() -> list[dict]:
-    """Every tcgen05.ld / tcgen05.st shape, .num and packing alone on quadrant 0."""
-    jobs, meta = [], []
-    for op, table in (("tcgen05.ld", B200_LD), ("tcgen05.st", B200_ST)):
+def tmem_forms():
+    """(instruction, immHalfSplitoff) of every tcgen05.ld / tcgen05.st shape, packing and .num a
+    quadrant takes (at most 128 registers), the split where the shape has one: the halves side
+    by side."""
+    for op in ("tcgen05.ld", "tcgen05.st"):
         for shape in SHAPES:
             for pack in (False, True):
                 for num in NUMS:
                     if TCGEN05_REGS_PER_X1[shape] * num > 128:
                         continue
                     q = ("pack::16b" if op == "tcgen05.ld" else "unpack::16b") if pack else ""
-                    text = f"{op}.sync.aligned.{shape}.x{num}{'.' + q if q else ''}.b32"
-                    ins = ptx.parse(text, SM100)
-                    span = ins.num * (2 if pack else 1) * {"32x32b": 1, "16x32bx2": 1, "16x64b": 2,
-                                                             "16x128b": 4, "16x256b": 8}[shape]
-                    split = span if shape == "16x32bx2" else None
-                    jobs.append({"tmem": {"0": [tmem_instr_job(ins, 0, 0, split)]}})
-                    measured = shape == "32x32b" and not pack and num in table
-                    meta.append((op, text, table[num] if measured else None, "B200" if measured else ""))
+                    ins = ptx.parse(f"{op}.sync.aligned.{shape}.x{num}{'.' + q if q else ''}.b32", SM100)
+                    span = num * (2 if pack else 1) * {"32x32b": 1, "16x32bx2": 1, "16x64b": 2,
+                                                       "16x128b": 4, "16x256b": 8}[shape]
+                    yield ins, (span if shape == "16x32bx2" else None)
+
+
+def tmem_rows() -> list[dict]:
+    """Every tcgen05.ld / tcgen05.st shape, .num and packing alone on quadrant 0."""
+    jobs, meta = [], []
+    for ins, split in tmem_forms():
+        table = B200_LD if ins.op == "tcgen05.ld" else B200_ST
+        jobs.append({"tmem": {"0": [tmem_instr_job(ins, 0, 0, split)]}})
+        measured = ins.shape == "32x32b" and not ins.pack and ins.num in table
+        meta.append((ins.op, ins.form, table[ins.num] if measured else None, "B200" if measured else ""))
     results, _ = run_jobs(jobs, sim="verilator", tmem_columns=512, optimize=True)
     rows = []
     for (op, text, bound, source), res in zip(meta, results):
