@@ -5,7 +5,8 @@ An instruction (form id, 32 thread addresses, a wmma.load's stride and state spa
 ======  ==================  ===============================================================
 stage   component           what it does
 ======  ==================  ===============================================================
-A       AcceptStage         checks it, decodes its form's constants, makes 1-2 checked passes
+K       CheckStage          checks it and decodes its form's constants, over two registers
+A       AcceptStage         makes 1-2 checked passes, with their slot addresses
 B       PassQueue           holds checked passes (two; more with more global contexts), registered
 —       Take                the oldest pass leaves the queue into an entry, into F or G and the ring
 F       BankStage           serves a pass's rows window by window through the bank crossbar
@@ -44,6 +45,7 @@ from .gmem.fetch import GlobalFetch
 from .lib.slice import StreamSlice
 from .params import Params
 from .pipeline.accept import AcceptStage
+from .pipeline.check_stage import CheckStage
 from .pipeline.passq import PassQueue
 from .pipeline.progress import ProgressMerge
 from .pipeline.records import fill_layout, instr_layout, result_layout
@@ -102,7 +104,8 @@ class LoadStoreUnit(wiring.Component):
         generic address) and ``stride`` the stride operand in elements.
     smem_size : In(range(smem_bytes + 1))
         The shared memory the running CTA may address, in bytes: a row or a wmma.load matrix
-        past it is refused (``OUT_OF_RANGE``); read when an instruction is accepted. Tie it to
+        past it is refused (``OUT_OF_RANGE``); registered, and read as an instruction enters
+        the check stage, so change it only while no instruction waits at the port. Tie it to
         ``smem_bytes`` for all of it (a larger value counts as ``smem_bytes``).
     store : In(stream.Signature(ArrayLayout(32, lanes)))
         stmatrix source registers, one beat per register, after the instruction.
@@ -166,6 +169,7 @@ class LoadStoreUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self.params
+        m.submodules.check = check = CheckStage(p)
         m.submodules.accept = accept = AcceptStage(p)
         m.submodules.passq = passq = PassQueue(p, p.pass_queue_depth)
         m.submodules.take = take = Take(p)
@@ -179,7 +183,8 @@ class LoadStoreUnit(wiring.Component):
         instr = _intake(m, "instr", self.instr_layout, self.instr)
         smem_size = Signal.like(self.smem_size, name="smem_size_reg")
         m.d.sync += smem_size.eq(self.smem_size)
-        wiring.connect(m, instr, accept.instr)
+        wiring.connect(m, instr, check.instr)
+        wiring.connect(m, check.checked, accept.instr)
         wiring.connect(m, accept.passes, passq.push)
         wiring.connect(m, passq.pop, take.pop)
         wiring.connect(m, take.take, result.take, ring.take)
@@ -190,7 +195,7 @@ class LoadStoreUnit(wiring.Component):
         wiring.connect(m, _intake(m, "fill", self.fill_layout, self.fill), banks.fill)
         wiring.connect(m, _intake(m, "dump_req", unsigned(p.line_bits), self.dump_req), banks.dump_req)
         wiring.connect(m, banks.dump, _outlet(m, "dump", unsigned(8 * p.line_bytes), self.dump))
-        m.d.comb += [accept.smem_size.eq(smem_size), take.free.eq(result.free), take.tail.eq(result.tail),
+        m.d.comb += [check.smem_size.eq(smem_size), take.free.eq(result.free), take.tail.eq(result.tail),
                      take.start.eq(ring.start), bank.blocked.eq(ring.blocked),
                      take.store_room.eq(bank.store_room)]
 
@@ -223,10 +228,10 @@ class LoadStoreUnit(wiring.Component):
                          ring.second_buf.eq(progress.second_buf)]
         # fill, dump and a copy run while nothing is in flight; they hold the instruction port
         quiet = Signal()
-        m.d.comb += quiet.eq(~accept.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &
+        m.d.comb += quiet.eq(~check.busy & ~accept.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &
                              (result.entries.valid == 0))
         if p.tmem is None:
-            m.d.comb += [banks.quiet.eq(quiet), accept.stall.eq(banks.claim)]
+            m.d.comb += [banks.quiet.eq(quiet), check.stall.eq(banks.claim)]
             wiring.connect(m, bank.banks, banks.port)
             return m
         quads = [TmemQuadrant(p.tmem, q) for q in range(QUADRANTS)]
@@ -242,7 +247,7 @@ class LoadStoreUnit(wiring.Component):
                 outer = _outlet(m, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q])
                 wiring.connect(m, getattr(quad, port), outer)
         if not p.copy_port:
-            m.d.comb += [banks.quiet.eq(quiet), accept.stall.eq(banks.claim)]
+            m.d.comb += [banks.quiet.eq(quiet), check.stall.eq(banks.claim)]
             wiring.connect(m, bank.banks, banks.port)
             return m
         m.submodules.copy = cp = CopyStage(p)
@@ -254,7 +259,7 @@ class LoadStoreUnit(wiring.Component):
         # before the copy that would write it (copies back to back starve nothing)
         m.d.comb += [cp.smem_size.eq(smem_size), cp.quiet.eq(quiet & ~banks.claim), cp.defer.eq(instr.valid),
                      banks.quiet.eq(quiet & ~cp.reading),
-                     accept.stall.eq(banks.claim | cp.active | cp.waiting)]
+                     check.stall.eq(banks.claim | cp.active | cp.waiting)]
         for q, quad in enumerate(quads):
             m.d.comb += [cp.tmem_idle[q].eq(quad.idle & ~tmem_instr[q].valid), quad.hold.eq(cp.hold[q])]
             wiring.connect(m, cp.tmem[q], quad.copy)

@@ -126,7 +126,7 @@ class Params:
     axi_data_bits: int = 512
     axi_outstanding: int = 4
     axi_burst: int = 4
-    axi_contexts: int = 2
+    axi_contexts: int = 4
     global_base: int = 0
     global_bytes: int = 0xFF00_0000
     shared_window_base: int = 0xFF00_0000

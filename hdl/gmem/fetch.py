@@ -36,9 +36,9 @@ class GlobalFetch(wiring.Component):
       :class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`).
     - **Data** (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`, the slots' state in
       :class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`). Each beat (any id order, beats of
-      one id in order) fills every slot whose row lies in it, in the cycle it moves (a beat
-      that feeds one row memory twice holds the read channel a cycle more). A beat with SLVERR
-      or DECERR marks the pass refused.
+      one id in order) fills every slot whose row lies in it, matched, selected and written in
+      three stages (a beat that feeds one row memory twice holds the beats behind it a cycle
+      more). A beat with SLVERR or DECERR marks the pass refused.
     - **Ahead.** ``axi_contexts`` contexts in a ring: a global pass the checks did not refuse
       takes the next one as it enters the pass queue (``enter``), and its requests go out
       behind those of the passes before it, while they wait in the queue or are served; the
@@ -53,7 +53,7 @@ class GlobalFetch(wiring.Component):
 
     Latency: a pass's first request leaves two cycles after it enters the pass queue at the
     earliest (behind the requests of the passes before it); a pass finishes the cycle its
-    last window lands, one cycle after its last beat at the earliest. ``progress.count`` is 0:
+    last window lands, three cycles after its last beat moves at the earliest. ``progress.count`` is 0:
     a global pass occupies no bank.
 
     Members

@@ -8,19 +8,19 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..lib.lowest import lowest
+from ..lib.lowest import lowest, two_or_more
 from ..lib.mux import mux_tree
-from ..params import ROW_BITS, ROW_BYTES, Params
+from ..params import ROW_BITS, Params
 from .axi import line_bits
+from .match import BeatMatch
 
-__all__ = ["FetchRows", "held_beat_layout"]
+__all__ = ["FetchRows", "row_write_layout"]
 
 
-def held_beat_layout(params: Params) -> data.StructLayout:
-    """A read beat as the row store writes it: its data, response, line and context."""
-    _, lw = line_bits(params)
-    return data.StructLayout({"valid": 1, "data": params.axi_data_bits, "resp": 2, "line": lw,
-                              "ctx": range(params.axi_contexts)})
+def row_write_layout(params: Params) -> data.StructLayout:
+    """One row memory's write, decided a cycle before it is made: its word and row (the enable
+    is kept apart, as the only part with a reset)."""
+    return data.StructLayout({"addr": range(params.axi_contexts * params.windows), "row": ROW_BITS})
 
 
 class FetchRows(wiring.Component):
@@ -30,25 +30,29 @@ class FetchRows(wiring.Component):
     chunks one beat brings are in different memories for all but a few forms and strides
     (docs/log.md: the turn against a fixed lane).
 
-    A read beat is written in the cycle it moves: every used slot of its context whose row lies
-    in its line and is not yet in takes its row (a chunk in the upper half of its row, an
-    8-byte line, stored with its halves swapped, as it lands), and so does every slot its twin
-    (the next context, :class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`) borrowed; one slot
-    per memory a cycle, the lowest window first, the context's before the twin's. A beat whose rows go to distinct memories is done in that cycle, so the port
-    takes a beat a clock; one that feeds two slots of one memory is held in a register and
-    finished from there, a cycle more for each, while ``rready`` (a register's output: no path
-    from the channel's inputs to it) is low.
+    Three stages, each from registers:
 
-    Latency: a beat's rows are in the memories the cycle after it moves (``filled`` names the
-    slots it fills in that cycle), a held beat's the cycle after each further one. A window
-    read (``win`` of context ``cur``) is on ``rows`` the next cycle.
+    - **Match** (:class:`~tensorlsu.hdl.gmem.match.BeatMatch`): the beat's line against the
+      waiting slots of its context and its twin, registered with the beat.
+    - **Select**: each memory takes one of the beat's slots (the lowest window first, the
+      context's before the twin's), its row cut from the beat (a chunk in the upper half of
+      its row, an 8-byte line, with its halves swapped, as it lands) and registered as the
+      memory's write. A beat whose slots go to distinct memories leaves in that cycle, so the
+      port takes a beat a clock; one that feeds two slots of one memory stays a cycle more for
+      each (the slots it wrote are kept, ``taken``), and the match holds the beats behind it.
+    - **Write**: the memories take the registered writes; ``filled`` names the slots in that
+      cycle, so a slot is marked in (``got``) only once its row can be read.
+
+    Latency: a beat that moves in cycle ``t`` is written at the end of ``t + 2`` (``filled``
+    then), a held beat's further slots a cycle later each. A window read (``win`` of context
+    ``cur``) is on ``rows`` the next cycle.
 
     Members
     -------
     rvalid, rdata, rresp, beat_line, beat_ctx : In
         The read channel's beat, and the line and context its id names.
     rready : Out(1)
-        The read channel's ready: the beat moves this cycle.
+        The read channel's ready (a register's output: no path from the channel's inputs to it).
     used, got : In(lanes).array(axi_contexts)
         Each context's slots, and those already in.
     twin, borrowed : In
@@ -82,14 +86,17 @@ class FetchRows(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, R, W, C = self.params, self.params.lanes, self.params.window, self.params.axi_contexts
-        lb, _ = line_bits(p)
-        # the beat written this cycle: the held one, else the channel's
-        held, beat = Signal(held_beat_layout(p), name="g_rows_held"), Signal(held_beat_layout(p), name="g_rows_beat")
-        m.d.comb += beat.eq(Mux(held.valid, held, Cat(self.rvalid, self.rdata, self.rresp, self.beat_line,
-                                                        self.beat_ctx)))
-        beat_rows = [beat.data[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // 8 // ROW_BYTES)]
-        # the slots it still has to fill, in its context and in the next one where that is its
-        # twin and borrowed them (each field as that context has it)
+        match = m.submodules.match = BeatMatch(p)
+        m.d.comb += [match.rvalid.eq(self.rvalid), match.rdata.eq(self.rdata), match.rresp.eq(self.rresp),
+                     match.beat_line.eq(self.beat_line), match.beat_ctx.eq(self.beat_ctx),
+                     self.rready.eq(match.rready)]
+        for c in range(C):
+            m.d.comb += [match.used[c].eq(self.used[c]), match.got[c].eq(self.got[c]),
+                         match.twin[c].eq(self.twin[c]), match.borrowed[c].eq(self.borrowed[c])]
+            m.d.comb += [match.line[c][s].eq(self.line[c][s]) for s in range(R)]
+        beats = match.beats
+        beat = beats.payload
+        beat_rows = [beat.data[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // ROW_BITS)]
         nxt = Signal(range(C), name="g_rows_twin_ctx")
         m.d.comb += nxt.eq(beat.ctx + 1)
         ctxs = (beat.ctx, nxt)
@@ -97,50 +104,52 @@ class FetchRows(wiring.Component):
         def of_beat(field, s, t):
             return mux_tree(ctxs[t], [field[c][s] for c in range(C)])
 
-        waiting = [Signal(R, name="g_rows_waiting"), Signal(R, name="g_rows_twin_waiting")]
-        m.d.comb += [waiting[0].eq(mux_tree(beat.ctx, [self.used[c] & ~self.got[c] for c in range(C)])),
-                     waiting[1].eq(mux_tree(nxt, [Mux(self.twin[c], self.borrowed[c] & ~self.got[c], 0)
-                                                  for c in range(C)]))]
-        todo = [Signal(R, name="g_rows_todo"), Signal(R, name="g_rows_twin_todo")]
-        for t in range(2):
-            for s in range(R):
-                m.d.comb += todo[t][s].eq(beat.valid & waiting[t][s] & (of_beat(self.line, s, t) == beat.line))
+        # the beat's slots not yet written in an earlier cycle of its own (it stays while a
+        # memory has two of them)
+        taken = [Signal(R, name="g_rows_taken"), Signal(R, name="g_rows_twin_taken")]
+        rest = [Signal(R, name="g_rows_rest"), Signal(R, name="g_rows_twin_rest")]
+        # (ungated by the beat's valid: `more` decides the slice's ready, the write its enable)
+        m.d.comb += [rest[0].eq(beat.todo & ~taken[0]), rest[1].eq(beat.twin_todo & ~taken[1])]
         written = [Signal(R, name="g_rows_written"), Signal(R, name="g_rows_twin_written")]
         more = Signal(W, name="g_rows_more")
         turn, h = W // p.windows, ROW_BITS // 2
+        nw = p.windows
+        writes = [Signal(row_write_layout(p), name=f"g_rows_write{k}", reset_less=True) for k in range(W)]
+        write_en = Signal(W, name="g_rows_write_en")
         read_win = Signal(range(p.windows), name="g_rows_read_win")     # the window on the read ports
         m.d.sync += read_win.eq(self.win)
         rdata = []
-        nw = p.windows
         for k in range(W):
             # memory k holds lane (k - turn·w) mod W of window w; candidates: the beat's
             # context's slots, then its twin's (index nw·t + w)
             slots = [w * W + (k - turn * w) % W for w in range(nw)]
-            cands = [todo[t][s] for t in range(2) for s in slots]
+            cands = [rest[t][s] for t in range(2) for s in slots]
             any_, first = lowest(cands)
             m.d.comb += [written[t][s].eq(any_ & (first == nw * t + w)) for t in range(2) for w, s in enumerate(slots)]
-            bits = Cat(*cands)
-            m.d.comb += more[k].eq((bits & (bits - 1)) != 0)       # two or more
-            m.submodules[f"lane{k}"] = mem = Memory(shape=ROW_BITS, depth=C * nw, init=[])
-            wr, rd = mem.write_port(), mem.read_port(transparent_for=())
+            m.d.comb += more[k].eq(two_or_more(cands))
             slot_row = mux_tree(first, [of_beat(self.row, s, t) for t in range(2) for s in slots])
             slot_upper = mux_tree(first, [of_beat(self.upper, s, t) for t in range(2) for s in slots])
             win = first[:len(first) - 1]                    # the window; the top bit: the twin's
             ctx = Mux(first[-1], nxt, beat.ctx)
             row = mux_tree(slot_row, beat_rows) if len(beat_rows) > 1 else beat_rows[0]
-            m.d.comb += [wr.addr.eq(Cat(win, ctx) if nw > 1 else ctx),
-                         wr.data.eq(Mux(slot_upper, Cat(row[h:], row[:h]), row)), wr.en.eq(any_),
+            m.d.sync += [write_en[k].eq(any_ & beats.valid), writes[k].addr.eq(Cat(win, ctx) if nw > 1 else ctx),
+                         writes[k].row.eq(Mux(slot_upper, Cat(row[h:], row[:h]), row))]
+            m.submodules[f"lane{k}"] = mem = Memory(shape=ROW_BITS, depth=C * nw, init=[])
+            wr, rd = mem.write_port(), mem.read_port(transparent_for=())
+            m.d.comb += [wr.addr.eq(writes[k].addr), wr.data.eq(writes[k].row), wr.en.eq(write_en[k]),
                          rd.addr.eq(Cat(self.win, self.cur) if nw > 1 else self.cur)]
             rdata.append(rd.data)
         for j in range(W):
             m.d.comb += self.rows[j].eq(mux_tree(read_win, [rdata[(j + turn * w) % W] for w in range(p.windows)])
                                         if p.windows > 1 else rdata[j])
-        done = Signal(name="g_rows_done")
-        m.d.comb += [done.eq(~more.any()), self.rready.eq(~held.valid),
-                     self.filling.eq(beat.valid), self.filled.eq(written[0]), self.fill_twin.eq(written[1]),
-                     self.fill_ctx.eq(beat.ctx),
-                     self.fill_resp.eq(beat.resp)]
-        # a beat with slots left for a second cycle is held (the channel waits) until they are in
-        m.d.sync += held.eq(beat)
-        m.d.sync += held.valid.eq(beat.valid & ~done)
+        # the beat leaves once no memory has a second slot of it left
+        m.d.comb += beats.ready.eq(~more.any())
+        with m.If(beats.valid & beats.ready):
+            m.d.sync += [taken[0].eq(0), taken[1].eq(0)]
+        with m.Elif(beats.valid):
+            m.d.sync += [taken[0].eq(taken[0] | written[0]), taken[1].eq(taken[1] | written[1])]
+        # the write's report, in the cycle the memories take it
+        m.d.sync += [self.filling.eq(beats.valid), self.filled.eq(Mux(beats.valid, written[0], 0)),
+                     self.fill_twin.eq(Mux(beats.valid, written[1], 0)),
+                     self.fill_ctx.eq(beat.ctx), self.fill_resp.eq(beat.resp)]
         return m

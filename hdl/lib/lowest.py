@@ -1,10 +1,10 @@
-"""Priority encoder as a binary tree."""
+"""Priority encoder and a two-or-more test, as binary trees."""
 
 from __future__ import annotations
 
 from amaranth import C, Cat, Mux
 
-__all__ = ["lowest"]
+__all__ = ["lowest", "two_or_more"]
 
 
 def lowest(bits: list) -> tuple:
@@ -19,3 +19,13 @@ def lowest(bits: list) -> tuple:
     lo_any, lo_idx = lowest(bits[:half])
     hi_any, hi_idx = lowest(bits[half:])
     return lo_any | hi_any, Cat(Mux(lo_any, lo_idx, hi_idx), ~lo_any)
+
+
+def two_or_more(bits: list):
+    """Whether two or more of ``bits`` are set, as a binary tree of (any, two) pairs: log2(n)
+    levels, not the carry chain of ``(x & (x - 1)) != 0``."""
+    level = [(b, C(0, 1)) for b in bits]
+    while len(level) > 1:
+        nxt = [(a1 | a2, t1 | t2 | (a1 & a2)) for (a1, t1), (a2, t2) in zip(level[::2], level[1::2])]
+        level = nxt + level[len(level) // 2 * 2:]
+    return level[0][1]

@@ -8,26 +8,26 @@ from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import GROUP_ROWS, Params, Policy
-from .check import InstrCheck
+from .check_stage import checked_layout
 from .chunks import ChunkAddresses
-from .decode import FormDecoder
-from .records import consts_layout, instr_layout, pass_layout
+from .records import consts_layout, pass_layout
 from .wmma_cost import WmmaCost
 
 __all__ = ["AcceptStage"]
 
 
 class AcceptStage(wiring.Component):
-    """Accept stage, prefix ``a_``: takes an instruction from the instruction port, checks it
-    (:class:`~tensorlsu.hdl.pipeline.check.InstrCheck`), decodes its form's constants once
-    (:class:`~tensorlsu.hdl.pipeline.decode.FormDecoder`) and hands it to the pass queue as one or two
+    """Accept stage, prefix ``a_``: takes a checked instruction from the check stage
+    (:class:`~tensorlsu.hdl.pipeline.check_stage.CheckStage`: its error and its form's constants)
+    and hands it to the pass queue as one or two
     checked passes (a wmma.load of 64 chunks has two), each with its slots' addresses; under
     ``"h200"`` a wmma.load's last pass also carries the bank cycles the H200 takes for it
     (:class:`~tensorlsu.hdl.pipeline.wmma_cost.WmmaCost`).
 
     Latency: a pass is offered the cycle after the instruction is accepted; an stmatrix of
     more than 8 rows takes one more cycle for its overlap check. A new instruction is
-    accepted in the cycle the last pass of the previous one moves on.
+    accepted in the cycle the last pass of the previous one moves on (the check stage's
+    last range comparison ends in A's error register).
 
     The stmatrix overlap check (two threads storing one row) compares row ``i`` with rows
     ``i + d`` (``d`` = 1 … 8, mod 32) of a copy that turns by 8 rows a cycle: cycle ``c``
@@ -39,12 +39,8 @@ class AcceptStage(wiring.Component):
 
     Members
     -------
-    instr : In(stream.Signature(instr_layout(params)))
-        The unit's instruction port.
-    smem_size : In(range(smem_bytes + 1))
-        The shared memory an instruction may address (:class:`~tensorlsu.hdl.pipeline.check.InstrCheck`).
-    stall : In(1)
-        Accept nothing this cycle (the banks are lent to the fill / dump port).
+    instr : In(stream.Signature(checked_layout(params)))
+        The checked instructions.
     passes : Out(stream.Signature(pass_layout(params)))
         Checked passes, in order. A refused instruction gives one pass, with its error.
     busy : Out(1)
@@ -53,21 +49,17 @@ class AcceptStage(wiring.Component):
 
     def __init__(self, params: Params):
         self.params = params
-        super().__init__({"instr": In(stream.Signature(instr_layout(params))), "stall": In(1),
-                          "smem_size": In(range(params.smem_bytes + 1), init=params.smem_bytes),
+        super().__init__({"instr": In(stream.Signature(checked_layout(params))),
                           "passes": Out(stream.Signature(pass_layout(params))), "busy": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         p = self.params
         R, aw = p.lanes, p.pass_addr_bits
-        ip = self.instr.payload
-        decode = m.submodules.decode = FormDecoder(p)
-        check = m.submodules.check = InstrCheck(p)
+        ck = self.instr.payload
+        ip = ck.instr
         chunks = m.submodules.chunks = ChunkAddresses(p)
-        m.d.comb += [decode.form.eq(ip.form), check.instr.eq(ip), check.consts.eq(decode.first),
-                     check.smem_size.eq(self.smem_size),
-                     chunks.form.eq(ip.form)]
+        m.d.comb += chunks.form.eq(ip.form)
 
         a_valid = Signal()
         a_form = Signal.like(ip.form)
@@ -83,7 +75,7 @@ class AcceptStage(wiring.Component):
         a_consts = Signal(consts_layout(p))
         a_second = Signal(consts_layout(p))
         a_index = Signal(data.ArrayLayout(chunks.index_layout, 2))
-        a_overlap, a_checked = self._overlap(m, a_valid, a_addr, a_consts, decode.first)
+        a_overlap, a_checked = self._overlap(m, a_valid, a_addr, a_consts, ck.first)
 
         out = self.passes
         move = Signal()                 # the pass moves on to the queue
@@ -91,7 +83,7 @@ class AcceptStage(wiring.Component):
         m.d.comb += [out.valid.eq(a_valid & a_checked), move.eq(out.valid & out.ready),
                      # an overlap refuses a store of one pass: the error decides when A is done
                      done.eq(move & ((a_err != Error.NONE) | (a_pass == a_consts.lastpass))),
-                     self.instr.ready.eq((~a_valid | done) & ~self.stall), self.busy.eq(a_valid)]
+                     self.instr.ready.eq(~a_valid | done), self.busy.eq(a_valid)]
         m.d.comb += [chunks.select.eq(a_index[0]), chunks.base.eq(a_base),
                      chunks.stride_bytes.eq(a_stride_bytes), out.payload.glob.eq(a_glob & a_consts.wmma)]
         m.d.comb += [out.payload.form.eq(a_form), out.payload.err.eq(a_err), out.payload.ovl.eq(a_overlap),
@@ -105,10 +97,10 @@ class AcceptStage(wiring.Component):
                          out.payload.cost.eq(Mux((a_pass == a_consts.lastpass) & ~a_glob, cost.cycles, 0))]
 
         with m.If(self.instr.valid & self.instr.ready):
-            m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(check.error),
-                         a_stride_bytes.eq(check.stride_bytes), a_glob.eq(check.glob), a_base.eq(check.base),
-                         a_pass.eq(0), a_consts.eq(decode.first),
-                         a_second.eq(decode.second), a_index.eq(chunks.index)]
+            m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(ck.err),
+                         a_stride_bytes.eq(ck.stride_bytes), a_glob.eq(ck.glob), a_base.eq(ck.base),
+                         a_pass.eq(0), a_consts.eq(ck.first),
+                         a_second.eq(ck.second), a_index.eq(chunks.index)]
         with m.Elif(done):
             m.d.sync += a_valid.eq(0)
         with m.Elif(move):
@@ -120,7 +112,7 @@ class AcceptStage(wiring.Component):
         row, the check is complete)."""
         p = self.params
         R, OD, rowbits = p.lanes, GROUP_ROWS, p.row_bits     # OD: distances per cycle
-        ip = self.instr.payload
+        ip = self.instr.payload.instr
         rot = [Signal(rowbits, name=f"a_rot{i}", reset_less=True) for i in range(R)]
         rot_used = Signal(R, name="a_rot_used")
         second = Signal(name="a_chk")   # the second check cycle

@@ -39,7 +39,7 @@ class ChunkAddresses(wiring.Component):
         The indexes of the pass to address (registered ``index``).
     base : In(pass_addr_bits)
         The matrix address.
-    stride_bytes : In(InstrCheck.stride_width)
+    stride_bytes : In(stride width)
     addr : Out(ArrayLayout(pass_addr_bits, lanes))
     """
 

@@ -28,7 +28,7 @@ def form_constants(p: Params, inf: forms.FormInfo) -> list[dict]:
     out = []
     for q in range(len(inf.passes)):
         first = inf.pass_end(q - 1) + 1 if q else 0     # the pass's first result beat
-        out.append(dict(common, used=inf.used(q), pend=inf.pass_end(q),
+        out.append(dict(common, used=inf.used(q), beat0=first if inf.load else 0, pend=inf.pass_end(q),
                         final=int(q == len(inf.passes) - 1),
                         lastwin=(len(inf.passes[q]) - 1) // W,
                         blocks=max(inf.blocks(q), W // BLOCK) if inf.load else 0,

@@ -58,7 +58,7 @@ def fill_layout(p: Params) -> data.StructLayout:
 
 
 #: The constants that differ between the two passes of a two-pass wmma.load.
-PER_PASS = ("used", "pend", "final", "lastwin", "blocks", "need0", "rest0")
+PER_PASS = ("used", "beat0", "pend", "final", "lastwin", "blocks", "need0", "rest0")
 
 
 def consts_layout(p: Params) -> data.StructLayout:
@@ -66,7 +66,7 @@ def consts_layout(p: Params) -> data.StructLayout:
 
     ``valid``: the form id names a form; ``load``: ldmatrix or wmma.load; ``wmma``;
     ``used``: the slots the pass fills; ``nregs``: registers (result or store beats);
-    ``fmt``: decompressor code; ``pend``: the pass's last result beat; ``lastpass``: the
+    ``fmt``: decompressor code; ``beat0``: the pass's first result beat; ``pend``: its last; ``lastpass``: the
     index of the instruction's last pass; ``final``: this pass is that one; ``lastwin``: the
     pass's last window; ``align``: ring alignment (blocks − 1) of its first block; ``blocks``: ring blocks it fills; ``need0``: the slots its
     first beat reads; ``rest0``: the blocks its beats read; ``lastbeat``: the instruction's
@@ -75,7 +75,7 @@ def consts_layout(p: Params) -> data.StructLayout:
     R, nb = p.lanes, p.row_blocks
     return data.StructLayout({
         "valid": 1, "load": 1, "wmma": 1, "used": unsigned(R), "nregs": range(R + 1),
-        "fmt": unsigned(FMT_BITS), "pend": range(R + 1), "lastpass": 1, "final": 1,
+        "fmt": unsigned(FMT_BITS), "beat0": range(R + 1), "pend": range(R + 1), "lastpass": 1, "final": 1,
         "lastwin": range(p.windows), "align": range(nb), "blocks": range(nb + 1),
         "need0": unsigned(R), "rest0": unsigned(R // BLOCK), "lastbeat": range(R)})
 

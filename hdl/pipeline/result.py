@@ -22,7 +22,7 @@ from .records import (
     consts_layout,
     result_layout,
 )
-from .shuffle import LoadShuffle, beat_rows
+from .shuffle import ShuffleNetwork, ShuffleSelect, beat_rows, shuffle_select_layout
 
 __all__ = ["ResultStage", "entry_layout"]
 
@@ -97,6 +97,14 @@ class ResultStage(wiring.Component):
         # next one on: set from the pass's constants at the take, then one beat ahead
         self._need = [Signal(R, name=f"e{b}_need") for b in range(E)]
         self._rest = [Signal(R // BLOCK, name=f"e{b}_rest") for b in range(E)]
+        # the shuffle's selects for the entry's next beat, set at the take, then one beat ahead;
+        # their next values, and a copy of the head's (so the network reads one register)
+        self._select = [Signal(shuffle_select_layout(NB), name=f"e{b}_select") for b in range(E)]
+        self._select_next = [Signal(shuffle_select_layout(NB), name=f"e{b}_select_next") for b in range(E)]
+        self._head_select = Signal(shuffle_select_layout(NB), name="e_head_select")
+        for b in range(E):
+            m.d.comb += self._select_next[b].eq(self._select[b])
+            m.d.sync += self._select[b].eq(self._select_next[b])
         self._landed = [Signal(R, name=f"e{b}_landed") for b in range(E)]
         self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(E)]
         self._finished = Signal(E, name="e_finished")
@@ -119,7 +127,9 @@ class ResultStage(wiring.Component):
             takes.append((tk.pair, second, tk.second_pass, tk.second_start))
             with m.If(tk.pair):
                 m.d.sync += tail.eq(self.after(second))
-        for took, at, pass_, start in takes:
+        for n, (took, at, pass_, start) in enumerate(takes):
+            first = m.submodules[f"first_select{n}"] = ShuffleSelect(lanes=p.lanes, form_bits=FORM_BITS, blocks=NB)
+            m.d.comb += [first.form.eq(pass_.form), first.beat.eq(pass_.consts.beat0), first.start.eq(start)]
             with m.If(took):
                 m.d.comb += e_set.bit_select(at, 1).eq(1)
                 c = pass_.consts
@@ -130,6 +140,7 @@ class ResultStage(wiring.Component):
                                          e[b].start.eq(start), self._landed[b].eq(0), self._cycles[b].eq(0),
                                          self._finished[b].eq(0), self._bus_err[b].eq(0),
                                          self._need[b].eq(c.need0), self._rest[b].eq(c.rest0)]
+                            m.d.comb += self._select_next[b].eq(first.select)
                             m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                          for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
         with m.If(tk.take & ~tk.pair if p.pair_passes else tk.take):
@@ -139,6 +150,10 @@ class ResultStage(wiring.Component):
                      self.entries.head_next.eq(Mux(self.entries.end, self.after(head), head)),
                      self.entries.valid_next.eq((valid & ~e_clr) | e_set)]
         m.d.sync += [head.eq(self.entries.head_next), valid.eq(self.entries.valid_next)]
+        with m.Switch(self.entries.head_next):
+            for b in range(E):
+                with m.Case(b):
+                    m.d.sync += self._head_select.eq(self._select_next[b])
         return m
 
     def _progress(self, m, rowbuf):
@@ -197,9 +212,12 @@ class ResultStage(wiring.Component):
         h_valid = Signal()
         m.d.comb += h_valid.eq(valid.bit_select(head, 1))
         beat = Signal(range(R + 1), name="e_beat")
-        shuf = m.submodules.shuffle = LoadShuffle(lanes=R, form_bits=FORM_BITS, blocks=NB)
-        m.d.comb += [shuf.form.eq(h.form), shuf.beat.eq(beat), shuf.start.eq(h.start)]
-        m.d.comb += [shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]
+        # the network reads one register: the form's table is looked up a beat ahead, and the
+        # head's selects copied as the head moves on
+        shuf = m.submodules.shuffle = ShuffleNetwork(lanes=R, blocks=NB)
+        m.d.comb += [shuf.select.eq(self._head_select), *[shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]]
+        next_select = m.submodules.next_select = ShuffleSelect(lanes=R, form_bits=FORM_BITS, blocks=NB)
+        m.d.comb += [next_select.form.eq(h.form), next_select.beat.eq(beat + 1), next_select.start.eq(h.start)]
         m.d.comb += self.entries.reading.eq(Mux(h_valid & (h.err == Error.NONE), Cat(*[
             Cat(*[rest[k] & ((h.start + k)[:len(h.start)] == pb) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
@@ -250,6 +268,7 @@ class ResultStage(wiring.Component):
                     for b in range(p.entries):
                         with m.Case(b):
                             m.d.sync += [self._need[b].eq(need_next), self._rest[b].eq(rest_next)]
+                            m.d.comb += self._select_next[b].eq(next_select.select)
             with m.If(entry_end):
                 m.d.comb += e_clr.bit_select(head, 1).eq(1)
                 m.d.sync += [carry.eq(carry + h_cycles), inherited.eq(err)]

@@ -1,11 +1,13 @@
 """Fragment shuffle networks, generated from the model's layout tables.
 
-:class:`LoadShuffle` turns the row buffer into result beat ``beat`` of a load form;
+:class:`LoadShuffle` turns the row buffer into result beat ``beat`` of a load form (its
+selects, :class:`ShuffleSelect`, and its network, :class:`ShuffleNetwork`, also apart);
 :class:`StoreShuffle` turns an stmatrix source beat into the rows it stores.
 """
 
 from __future__ import annotations
 
+import functools
 from amaranth import Cat, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -15,7 +17,8 @@ from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES
 from . import forms
 from .forms import BLOCK
 
-__all__ = ["LoadShuffle", "StoreShuffle", "beat_rows"]
+__all__ = ["LoadShuffle", "ShuffleNetwork", "ShuffleSelect", "StoreShuffle", "beat_rows",
+           "shuffle_select_layout"]
 
 _ROW_WORDS = ROW_BITS // 32
 _WINDOW = forms.SLOTS  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
@@ -36,6 +39,7 @@ def _merged_base(b: int, used: set[int], nb: int) -> int:
     return min(used)
 
 
+@functools.cache
 def _plan():
     """Split every (load form, beat) into a block of the row buffer, a word rotation and a
     pattern from there.
@@ -88,45 +92,38 @@ def _plan():
     return patterns, pspans, rots, cases
 
 
-class LoadShuffle(wiring.Component):
-    """Combinational: ``out`` is result beat ``beat`` of load form ``form`` (32 lanes × 32
-    bits), byte for byte as the form's table says (:class:`tensorlsu.hdl.pipeline.forms.FormInfo`, from
-    :mod:`tensorlsu.sim.layouts`), read from the row buffer: a ring of ``blocks`` blocks of 8
-    slots in which the instruction's slot ``s`` is ring slot ``(8 · start + s) mod (8 ·
-    blocks)``. ``start`` must be a multiple of the form's ``align`` (so no beat reads across
-    the end of the ring). ``need`` is the mask of the instruction's slots the beat reads.
-    For forms that are not loads ``out`` is unspecified.
+def shuffle_select_layout(blocks: int) -> data.StructLayout:
+    """What the load shuffle's network needs of a beat: its first ring block (``base``), its
+    byte pattern and its word rotation (:func:`_plan`)."""
+    patterns, _, _, _ = _plan()
+    return data.StructLayout({"base": range(blocks), "pat": range(len(patterns)), "rot": range(_ROW_WORDS)})
 
-    Built from the tables (:func:`_plan`) as binary multiplexer trees: a window of slots at
-    the beat's first block in the ring, for some patterns that window rotated by whole words,
-    then one of the few distinct byte patterns.
+
+class ShuffleSelect(wiring.Component):
+    """Combinational: the load shuffle's selects for result beat ``beat`` of load form ``form``
+    whose slots start at ring block ``start`` (a table of the forms' beats, :func:`_plan`, and
+    a ``blocks``-modulo add), and ``need``, the mask of the instruction's slots the beat reads.
+    For forms that are not loads both are unspecified.
 
     Members
     -------
     form : In(form_bits)
     beat : In(range(lanes + 1))
     start : In(range(blocks))
-    rows : In(ArrayLayout(128, 8 · blocks))
-    out : Out(32 * lanes)
+    select : Out(shuffle_select_layout(blocks))
     need : Out(lanes)
     """
 
     def __init__(self, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
-        if blocks < lanes // BLOCK or blocks & (blocks - 1):
-            raise ValueError(f"blocks must be a power of two of at least {lanes // BLOCK}, not {blocks}")
         self.lanes, self.blocks = lanes, blocks
-        super().__init__({
-            "form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),
-            "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
-            "out": Out(32 * lanes), "need": Out(lanes)})
+        super().__init__({"form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),
+                          "select": Out(shuffle_select_layout(blocks)), "need": Out(lanes)})
 
     def elaborate(self, platform):
         m = Module()
-        patterns, spans, rots, cases = _plan()
-        nb, ring = self.blocks, BLOCK * self.blocks
-        first = Signal(range(nb))
-        pat = Signal(range(len(patterns)))
-        rot = Signal(range(_ROW_WORDS))
+        _, _, _, cases = _plan()
+        first = Signal(range(self.blocks))
+        sel = self.select
         with m.Switch(self.form):
             for f in range(len(forms.FORMS)):
                 inf = forms.info(f)
@@ -137,9 +134,36 @@ class LoadShuffle(wiring.Component):
                         for r in range(inf.nregs):
                             with m.Case(r):
                                 b, k, t = cases[(f, r)]
-                                m.d.comb += [first.eq(b), pat.eq(k), rot.eq(t), self.need.eq(beat_rows(inf, r))]
-        base = Signal(range(nb))        # the beat's first block in the ring
-        m.d.comb += base.eq(self.start + first)
+                                m.d.comb += [first.eq(b), sel.pat.eq(k), sel.rot.eq(t),
+                                             self.need.eq(beat_rows(inf, r))]
+        m.d.comb += sel.base.eq(self.start + first)
+        return m
+
+
+class ShuffleNetwork(wiring.Component):
+    """Combinational: ``out`` is the result beat the selects name (32 lanes × 32 bits), read
+    from the row buffer, a ring of ``blocks`` blocks of 8 slots: a window of slots from block
+    ``select.base``, for some patterns rotated by whole words (``select.rot``), then one of the
+    few distinct byte patterns (``select.pat``), each a binary multiplexer tree (:func:`_plan`).
+
+    Members
+    -------
+    select : In(shuffle_select_layout(blocks))
+    rows : In(ArrayLayout(128, 8 · blocks))
+    out : Out(32 * lanes)
+    """
+
+    def __init__(self, *, lanes: int = 32, blocks: int = 4):
+        self.lanes, self.blocks = lanes, blocks
+        super().__init__({"select": In(shuffle_select_layout(blocks)),
+                          "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
+                          "out": Out(32 * lanes)})
+
+    def elaborate(self, platform):
+        m = Module()
+        patterns, spans, rots, _ = _plan()
+        nb, ring = self.blocks, BLOCK * self.blocks
+        base, pat, rot = self.select.base, self.select.pat, self.select.rot
         # Window row w is ring slot 8 · base + w. A pattern of span s starts at a multiple of
         # s (aligned starts, aligned spans), so row w only needs those bases.
         slot = [self.rows[i] for i in range(ring)]
@@ -178,6 +202,47 @@ class LoadShuffle(wiring.Component):
         parts = [mux_tree(pat, [(src if rots[k] == {0} else rsrc)(*pattern[i]) for k, pattern in enumerate(patterns)])
                  for i in range(4 * self.lanes)]
         m.d.comb += self.out.eq(Cat(*parts))
+        return m
+
+
+class LoadShuffle(wiring.Component):
+    """Combinational: ``out`` is result beat ``beat`` of load form ``form`` (32 lanes × 32
+    bits), byte for byte as the form's table says (:class:`tensorlsu.hdl.pipeline.forms.FormInfo`, from
+    :mod:`tensorlsu.sim.layouts`), read from the row buffer: a ring of ``blocks`` blocks of 8
+    slots in which the instruction's slot ``s`` is ring slot ``(8 · start + s) mod (8 ·
+    blocks)``. ``start`` must be a multiple of the form's ``align`` (so no beat reads across
+    the end of the ring). ``need`` is the mask of the instruction's slots the beat reads.
+    For forms that are not loads ``out`` is unspecified.
+
+    The selects (:class:`ShuffleSelect`) and the network (:class:`ShuffleNetwork`) in one;
+    the result stage registers the selects between them.
+
+    Members
+    -------
+    form : In(form_bits)
+    beat : In(range(lanes + 1))
+    start : In(range(blocks))
+    rows : In(ArrayLayout(128, 8 · blocks))
+    out : Out(32 * lanes)
+    need : Out(lanes)
+    """
+
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
+        if blocks < lanes // BLOCK or blocks & (blocks - 1):
+            raise ValueError(f"blocks must be a power of two of at least {lanes // BLOCK}, not {blocks}")
+        self.lanes, self.blocks, self.form_bits = lanes, blocks, form_bits
+        super().__init__({
+            "form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),
+            "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
+            "out": Out(32 * lanes), "need": Out(lanes)})
+
+    def elaborate(self, platform):
+        m = Module()
+        select = m.submodules.select = ShuffleSelect(lanes=self.lanes, form_bits=self.form_bits, blocks=self.blocks)
+        network = m.submodules.network = ShuffleNetwork(lanes=self.lanes, blocks=self.blocks)
+        m.d.comb += [select.form.eq(self.form), select.beat.eq(self.beat), select.start.eq(self.start),
+                     self.need.eq(select.need), network.select.eq(select.select), self.out.eq(network.out),
+                     *[network.rows[i].eq(self.rows[i]) for i in range(BLOCK * self.blocks)]]
         return m
 
 

@@ -1,15 +1,19 @@
-"""AcceptStage alone (Amaranth's simulator): the error each refused instruction gets, the
-passes a two-pass wmma.load gives, and the stmatrix overlap verdict.
+"""The check stage and the accept stage together (Amaranth's simulator), as the unit connects
+them: the error each refused instruction gets, the passes a two-pass wmma.load gives, and the
+stmatrix overlap verdict.
 
 Expected values: the model's refusals (tensorlsu.sim.model raises ModelError for exactly these
 inputs; the unit's codes are named in hdl/codes.py), and the pass counts of the form tables."""
 
 import pytest
+from amaranth import Elaboratable, Module
+from amaranth.lib import wiring
 from stagesim import simulate
 from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.hdl.pipeline.accept import AcceptStage
+from tensorlsu.hdl.pipeline.check_stage import CheckStage
 from tensorlsu.sim import ptx
 
 SMEM = 16 * 1024
@@ -19,11 +23,25 @@ def _fid(text):
     return forms.form_id(ptx.parse(text, "sm_90a"))
 
 
+class Front(Elaboratable):
+    """The check stage feeding the accept stage."""
+
+    def __init__(self, params):
+        self.check, self.accept = CheckStage(params), AcceptStage(params)
+        self.instr, self.smem_size, self.passes = self.check.instr, self.check.smem_size, self.accept.passes
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.check, m.submodules.accept = self.check, self.accept
+        wiring.connect(m, self.check.checked, self.accept.instr)
+        return m
+
+
 def run_one(form, addr, stride=0, space=Space.SHARED, params=None, smem_size=None):
     """Accept one instruction and collect its passes: [(err, ovl)], with (glob, first slot's
     address) appended for a wmma.load in another space than shared. ``smem_size``: the shared
     memory the instruction may address (None: the port's default, all of it)."""
-    dut = AcceptStage(params or Params(smem_bytes=SMEM))
+    dut = Front(params or Params(smem_bytes=SMEM))
     out = []
 
     async def bench(ctx):
@@ -38,13 +56,13 @@ def run_one(form, addr, stride=0, space=Space.SHARED, params=None, smem_size=Non
         ctx.set(dut.passes.ready, 1)
         await ctx.tick()
         ctx.set(dut.instr.valid, 0)
-        for _ in range(6):
+        for _ in range(8):
             if ctx.get(dut.passes.valid):
                 pl = dut.passes.payload
                 out.append((ctx.get(pl.err), ctx.get(pl.ovl)) + (() if space == Space.SHARED else
                                                                  (ctx.get(pl.glob), ctx.get(pl.addr[0]))))
             await ctx.tick()
-        assert not ctx.get(dut.busy)
+        assert not ctx.get(dut.check.busy) and not ctx.get(dut.accept.busy)
 
     simulate(dut, bench)
     return out

@@ -1,0 +1,86 @@
+"""The global fetch stage's beat match: which waiting slots a read beat fills, a stage ahead of
+the row store's writes."""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.mux import mux_tree
+from ..lib.slice import StreamSlice
+from ..params import Params
+from .axi import line_bits
+
+__all__ = ["BeatMatch", "matched_beat_layout"]
+
+
+def matched_beat_layout(params: Params) -> data.StructLayout:
+    """A read beat with the slots it fills: its data and response, its context, the waiting
+    slots of that context whose row lies in its line (``todo``) and those of the next context
+    that context's requests borrowed (``twin_todo``)."""
+    R = params.lanes
+    return data.StructLayout({"data": params.axi_data_bits, "resp": 2, "ctx": range(params.axi_contexts),
+                              "todo": R, "twin_todo": R})
+
+
+class BeatMatch(wiring.Component):
+    """The beat match, prefix ``g_match_``: a read beat's line against every waiting slot of
+    its context and of that context's twin (the next context, where it borrowed slots), the
+    result registered with the beat in a :class:`~tensorlsu.hdl.lib.slice.StreamSlice`. The
+    id lookup (the beat's line and context, :class:`~tensorlsu.hdl.gmem.requests.FetchRequests`)
+    and 2 × ``lanes`` line comparators end here; the row store's write selection starts from
+    registers.
+
+    A slot's line comes back in one beat only (a pass reads each line once, and a slot its
+    twin borrowed is requested by the first context alone), so the slots a beat matches are not
+    filled by any other beat: the match may read ``got`` while earlier beats are still on their
+    way to the row store.
+
+    Latency: a beat that moves in cycle ``t`` is offered in ``t + 1``. ``rready`` is the slice's
+    registered ready: two beats are held while the row store waits.
+
+    Members
+    -------
+    rvalid, rdata, rresp, beat_line, beat_ctx : In
+        The read channel's beat, and the line and context its id names.
+    rready : Out(1)
+        The read channel's ready.
+    used, got, twin, borrowed, line : In
+        The contexts' slots (:class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`).
+    beats : Out(stream.Signature(matched_beat_layout(params)))
+        The matched beats, in order.
+    """
+
+    def __init__(self, params: Params):
+        self.params = p = params
+        R, C = p.lanes, p.axi_contexts
+        _, lw = line_bits(p)
+        super().__init__({
+            "rvalid": In(1), "rdata": In(p.axi_data_bits), "rresp": In(2), "beat_line": In(lw),
+            "beat_ctx": In(range(C)), "rready": Out(1),
+            "used": In(R).array(C), "got": In(R).array(C), "twin": In(1).array(C), "borrowed": In(R).array(C),
+            "line": In(lw).array(C, R),
+            "beats": Out(stream.Signature(matched_beat_layout(p)))})
+
+    def elaborate(self, platform):
+        m = Module()
+        p, R, C = self.params, self.params.lanes, self.params.axi_contexts
+        m.submodules.slice = held = StreamSlice(matched_beat_layout(p))
+        wiring.connect(m, held.o, wiring.flipped(self.beats))
+        beat = held.i.payload
+        nxt = Signal(range(C), name="g_match_twin_ctx")
+        m.d.comb += nxt.eq(self.beat_ctx + 1)
+        ctxs = (self.beat_ctx, nxt)
+        # the slots still waiting, in the beat's context and in its twin (as each context has them)
+        waiting = [Signal(R, name="g_match_waiting"), Signal(R, name="g_match_twin_waiting")]
+        m.d.comb += [waiting[0].eq(mux_tree(self.beat_ctx, [self.used[c] & ~self.got[c] for c in range(C)])),
+                     waiting[1].eq(mux_tree(nxt, [self.borrowed[c] & ~self.got[c] & self.twin[c].replicate(R)
+                                                  for c in range(C)]))]
+        todo = (beat.todo, beat.twin_todo)
+        for t in range(2):
+            m.d.comb += todo[t].eq(waiting[t] & Cat(
+                mux_tree(ctxs[t], [self.line[c][s] for c in range(C)]) == self.beat_line for s in range(R)))
+        m.d.comb += [held.i.valid.eq(self.rvalid), beat.data.eq(self.rdata), beat.resp.eq(self.rresp),
+                     beat.ctx.eq(self.beat_ctx), self.rready.eq(held.i.ready)]
+        return m

@@ -1,0 +1,207 @@
+"""Check stage (K): the instruction's checks over two register stages, ahead of the accept stage."""
+
+from __future__ import annotations
+
+from amaranth import C, Cat, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+from tensorlsu.sim.model import WMMA_ADDR_ALIGN
+
+from ..codes import Error, Space
+from ..params import Params
+from . import forms
+from .decode import FormDecoder
+from .records import consts_layout, instr_layout
+
+__all__ = ["CheckStage", "checked_layout", "stride_width"]
+
+
+def stride_width(p: Params) -> int:
+    """Width of the stride in bytes that the span arithmetic keeps: a larger stride puts the
+    second line beyond shared memory (smem_bytes.bit_length() + 6 bits) or, with the global
+    port, beyond the 32-bit space (32 bits), and is refused as out of range."""
+    return 32 if p.global_port else p.smem_bytes.bit_length() + 6
+
+
+def checked_layout(p: Params) -> data.StructLayout:
+    """A checked instruction, as the accept stage takes it: the instruction, the error it is
+    refused with (``NONE``: none), its form's constants for both passes
+    (:class:`~tensorlsu.hdl.pipeline.decode.FormDecoder`), and for a wmma.load the stride in
+    bytes (valid when in range), whether it reads global memory, and its matrix address
+    resolved (a shared-memory offset, a generic one made so, or global)."""
+    return data.StructLayout({"instr": instr_layout(p), "err": Error, "first": consts_layout(p),
+                              "second": consts_layout(p), "stride_bytes": stride_width(p), "glob": 1,
+                              "base": 32})
+
+
+class CheckStage(wiring.Component):
+    """Check stage, prefix ``k_``: the checks of an instruction from the instruction port's
+    intake, in the model's order (:mod:`tensorlsu.sim.model`): an unknown form id; for
+    ldmatrix / stmatrix a row address that is not 16-byte aligned, then one that reaches past
+    ``smem_size``; for wmma.load a matrix address that is not 32-byte aligned, then a stride
+    below the leading dimension or off its grain, then a matrix whose last line ends past
+    ``smem_size`` (shared) or outside the global range. The stmatrix overlap check takes
+    cycles and runs in the accept stage.
+
+    Two register stages, each about one carry chain deep, so that no adder or comparator
+    follows another within a cycle:
+
+    - **K1**: the form's constants (:class:`~tensorlsu.hdl.pipeline.decode.FormDecoder`), the
+      shared memory in force, every row's alignment and range (a row is outside when its
+      index reaches either the port's size or the unit's: the smaller of the two), the wmma
+      stride in bytes and its checks, the state space and the matrix address resolved.
+    - **K2**: the span of a wmma.load's lines (stride × (lines − 1)) and the room its address
+      leaves (the limit less the address and a line), and every error but the last range
+      verdict, which is one comparison of the two (``span > room``) on the output, so the
+      accept stage registers it.
+
+    Latency: an instruction taken in cycle ``t`` is offered in ``t + 2``. A beat a clock.
+
+    Members
+    -------
+    instr : In(stream.Signature(instr_layout(params)))
+        The instruction port's intake.
+    smem_size : In(range(smem_bytes + 1))
+        The shared memory an instruction may address (the running CTA's allocation; more than
+        ``smem_bytes`` counts as ``smem_bytes``), read as the instruction is taken.
+    stall : In(1)
+        Take nothing this cycle (the banks are lent to the fill / dump port or the copy).
+    checked : Out(stream.Signature(checked_layout(params)))
+        The checked instructions, in order.
+    busy : Out(1)
+        An instruction is held.
+
+    A global wmma.load's lines must lie in ``global_base … + global_bytes``; a generic one in
+    the shared window must lie in shared memory.
+    """
+
+    def __init__(self, params: Params):
+        self.params = params
+        super().__init__({"instr": In(stream.Signature(instr_layout(params))),
+                          "smem_size": In(range(params.smem_bytes + 1), init=params.smem_bytes),
+                          "stall": In(1), "checked": Out(stream.Signature(checked_layout(params))),
+                          "busy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        sw = stride_width(p)
+        ip = self.instr.payload
+        # signed room for the span: the limit (at most 33 bits) less the address and a line
+        room_bits = max(sw, 32) + 9
+
+        # stage registers (wide data without reset: nothing reads them before their valid)
+        k1_valid, k2_valid = Signal(name="k1_valid"), Signal(name="k2_valid")
+        k1 = Signal(data.StructLayout({
+            "instr": instr_layout(p), "first": consts_layout(p), "second": consts_layout(p),
+            "size": range(p.smem_bytes + 1), "unknown": 1, "rows_misaligned": 1, "rows_outside": 1,
+            "wm_unsupported": 1, "wm_misaligned": 1, "wm_stride": 1, "huge": 1, "below": 1,
+            "stride_bytes": sw, "lg_lines": range(6), "line_bytes": range(129), "glob": 1, "base": 32}),
+            name="k1", reset_less=True)
+        k2 = Signal(data.StructLayout({
+            "instr": instr_layout(p), "first": consts_layout(p), "second": consts_layout(p),
+            "err": Error, "range_check": 1, "span": sw + 6, "room": signed(room_bits),
+            "stride_bytes": sw, "glob": 1, "base": 32}), name="k2", reset_less=True)
+
+        out = self.checked
+        k2_move = Signal()
+        k1_move = Signal()
+        take = Signal()
+        m.d.comb += [k2_move.eq(k2_valid & out.ready), k1_move.eq(k1_valid & (~k2_valid | out.ready)),
+                     self.instr.ready.eq((~k1_valid | ~k2_valid | out.ready) & ~self.stall),
+                     take.eq(self.instr.valid & self.instr.ready), self.busy.eq(k1_valid | k2_valid)]
+        with m.If(take):
+            m.d.sync += k1_valid.eq(1)
+        with m.Elif(k1_move):
+            m.d.sync += k1_valid.eq(0)
+        with m.If(k1_move):
+            m.d.sync += k2_valid.eq(1)
+        with m.Elif(k2_move):
+            m.d.sync += k2_valid.eq(0)
+
+        # --- K1 ---------------------------------------------------------------------------
+        decode = m.submodules.decode = FormDecoder(p)
+        c = decode.first
+        m.d.comb += decode.form.eq(ip.form)
+        nxt = Signal.like(k1)
+        m.d.comb += [nxt.instr.eq(ip), nxt.first.eq(decode.first), nxt.second.eq(decode.second),
+                     nxt.size.eq(Mux(self.smem_size > p.smem_bytes, p.smem_bytes, self.smem_size)),
+                     nxt.unknown.eq(~c.valid)]
+        misaligned, outside = [], []
+        for i in range(p.lanes):
+            a = ip.addr[i]
+            row = c.used[i] & ~c.wmma
+            misaligned.append(row & (a[:4] != 0))
+            # the smaller of two sizes, as two comparisons side by side (no minimum first)
+            outside.append(row & ((a[4:] >= self.smem_size[4:]) | (a[4:] >= (p.smem_bytes >> 4))))
+        m.d.comb += [nxt.rows_misaligned.eq(Cat(*misaligned).any()), nxt.rows_outside.eq(Cat(*outside).any())]
+        self._wmma_k1(m, ip, nxt, sw)
+        with m.If(take):
+            m.d.sync += k1.eq(nxt)
+
+        # --- K2 ---------------------------------------------------------------------------
+        with m.If(k1_move):
+            span = (k1.stride_bytes << k1.lg_lines) - k1.stride_bytes
+            # the limit as a signed value (one bit more), so the room may go below zero
+            limit = Cat(Mux(k1.glob, C(p.global_base + p.global_bytes, 33), k1.size), C(0, 1)).as_signed()
+            m.d.sync += [k2.instr.eq(k1.instr), k2.first.eq(k1.first), k2.second.eq(k1.second),
+                         k2.stride_bytes.eq(k1.stride_bytes), k2.glob.eq(k1.glob), k2.base.eq(k1.base),
+                         k2.span.eq(span), k2.room.eq(limit - k1.line_bytes - k1.base),
+                         k2.err.eq(self._error(k1)),
+                         # the range verdict is still open: the checks before it passed
+                         k2.range_check.eq(~k1.unknown & k1.first.wmma & ~k1.wm_unsupported &
+                                           ~k1.wm_misaligned & ~k1.wm_stride)]
+
+        # --- out: the last comparison --------------------------------------------------------
+        late = Signal()                 # the last line ends past the limit
+        m.d.comb += late.eq(k2.span > k2.room)     # unsigned against signed: compared as numbers
+        m.d.comb += [out.valid.eq(k2_valid), out.payload.instr.eq(k2.instr), out.payload.first.eq(k2.first),
+                     out.payload.second.eq(k2.second), out.payload.stride_bytes.eq(k2.stride_bytes),
+                     out.payload.glob.eq(k2.glob), out.payload.base.eq(k2.base),
+                     out.payload.err.eq(Mux(k2.range_check & late, Error.OUT_OF_RANGE, k2.err))]
+        return m
+
+    def _wmma_k1(self, m, ip, nxt, sw):
+        """K1's part of the wmma.load checks: the form's geometry, the stride in bytes and its
+        checks, the address's alignment, its state space and the matrix address resolved."""
+        p = self.params
+        wm_lg_bits = Signal(range(7))       # log2 of the element width
+        wm_least = Signal(range(129))       # the leading dimension: the least stride
+        wm_grain = Signal(8)                # the stride is a multiple of this + 1
+        with m.Switch(ip.form):
+            for f, inf in enumerate(map(forms.info, range(len(forms.FORMS)))):
+                if inf.wmma:
+                    with m.Case(f):
+                        m.d.comb += [wm_lg_bits.eq(inf.bits.bit_length() - 1),
+                                     nxt.lg_lines.eq(inf.lines.bit_length() - 1),
+                                     nxt.line_bytes.eq(inf.line_bytes), wm_least.eq(inf.least),
+                                     wm_grain.eq(inf.stride_grain - 1)]
+        stride_full = Signal(len(ip.stride) + 3)
+        m.d.comb += [stride_full.eq((ip.stride << wm_lg_bits) >> 3), nxt.huge.eq(stride_full[sw:].any()),
+                     nxt.stride_bytes.eq(stride_full[:sw])]
+        # the state space: a generic address inside the shared window is its offset there
+        addr = ip.addr[0]
+        in_window = Signal()
+        m.d.comb += in_window.eq((addr >= p.shared_window_base) &
+                                 (addr < p.shared_window_base + p.shared_window_bytes))
+        if p.global_port:
+            m.d.comb += nxt.glob.eq((ip.space == Space.GLOBAL) | ((ip.space == Space.GENERIC) & ~in_window))
+            m.d.comb += nxt.below.eq(nxt.glob & (addr < p.global_base))
+        m.d.comb += nxt.base.eq(Mux((ip.space == Space.GENERIC) & in_window, addr - p.shared_window_base, addr))
+        m.d.comb += [nxt.wm_unsupported.eq((ip.space == Space.GLOBAL) & C(int(not p.global_port), 1)),
+                     nxt.wm_misaligned.eq(addr[:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0),
+                     nxt.wm_stride.eq((ip.stride < wm_least) | ((ip.stride & wm_grain) != 0))]
+
+    @staticmethod
+    def _error(k1):
+        """Every verdict of K1's registers, in the model's order, but the range of a wmma.load
+        whose earlier checks passed (unless its stride or address alone put it outside)."""
+        return Mux(k1.unknown, Error.UNSUPPORTED,
+                   Mux(k1.first.wmma,
+                       Mux(k1.wm_unsupported, Error.UNSUPPORTED,
+                           Mux(k1.wm_misaligned, Error.MISALIGNED,
+                               Mux(k1.wm_stride, Error.STRIDE,
+                                   Mux(k1.huge | k1.below, Error.OUT_OF_RANGE, Error.NONE)))),
+                       Mux(k1.rows_misaligned, Error.MISALIGNED,
+                           Mux(k1.rows_outside, Error.OUT_OF_RANGE, Error.NONE))))
+
