@@ -378,13 +378,13 @@ class StreamRules(Elaboratable):
         # No result beat without an instruction in flight.
         with m.If(accepted == completed):
             m.d.comb += Assert(~d.result.valid, "no result beat without an instruction in flight")
-        # At most two instructions in the intake slice, two in the check stage, one in A, a
-        # queue's worth in B, one in each result entry and two more whose last beats wait in
-        # the outlet slice.
+        # At most two instructions in the intake slice, two in the check stage, one in A, two
+        # in the address stage, a queue's worth in B, one in each result entry and two more
+        # whose last beats wait in the outlet slice.
         p = d.params
-        slices, check = 2 + 2, 2
-        m.d.comb += Assert((accepted - completed) <= slices + check + 1 + p.pass_queue_depth + p.entries,
-                           "at most as many instructions in flight as the slices, K, A, B and the entries hold")
+        slices, check, address = 2 + 2, 2, 2
+        m.d.comb += Assert((accepted - completed) <= slices + check + 1 + address + p.pass_queue_depth + p.entries,
+                           "at most as many instructions in flight as the slices, K, A, X, B and the entries hold")
         # Covers: a refused instruction, and a stall of the result stream.
         m.d.comb += Cover(d.result.valid & (d.result.payload.error != Error.NONE), "a refused instruction's beat")
         m.d.comb += Cover(prev["result"][0] & ~prev["result"][1] & d.result.valid & d.result.ready,
@@ -729,11 +729,12 @@ SPECS = {
                      "keep the state): reset, take and 8 steps are every case"),
     "write_select_cover": (lambda: WriteSelect(), "cover", 10, "the last row of a window after others of its quad"),
     "broken_write_select": (lambda: WriteSelect(crossbar_cls=BrokenWriteSelect), "bmc", 10, "must FAIL"),
-    "streams": (lambda: StreamRules(), "bmc", 8,
-                "bounded: a refused instruction's beat through both port slices and the check "
-                "stage (step 7) and a stalled result beat (step 8) fit in 8 steps (streams_cover)"),
-    "streams_cover": (lambda: StreamRules(), "cover", 10, "a refused instruction's beat; a stalled result beat"),
-    "streams_packed": (lambda: StreamRules("packed"), "bmc", 8, "the same under packed (pairs, five entries)"),
+    "streams": (lambda: StreamRules(), "bmc", 10,
+                "bounded: a refused instruction's beat through both port slices, the check and "
+                "the address stage (step 9) and a stalled result beat (step 10) fit in 10 steps "
+                "(streams_cover)"),
+    "streams_cover": (lambda: StreamRules(), "cover", 12, "a refused instruction's beat; a stalled result beat"),
+    "streams_packed": (lambda: StreamRules("packed"), "bmc", 10, "the same under packed (pairs, five entries)"),
     "owed": (lambda: OwedContract(), "prove", 2, "induction: the counts are the reference's"),
     "owed_cover": (lambda: OwedContract(), "cover", 12, "beats owed ahead and behind a stmatrix waiting for its own"),
     "slice": (lambda: SliceContract(), "prove", 2, "induction over the two entries and their valid bits"),

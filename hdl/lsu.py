@@ -6,7 +6,8 @@ An instruction (form id, 32 thread addresses, a wmma.load's stride and state spa
 stage   component           what it does
 ======  ==================  ===============================================================
 K       CheckStage          checks it and decodes its form's constants, over two registers
-A       AcceptStage         makes 1-2 checked passes, with their slot addresses
+A       AcceptStage         makes 1-2 checked passes, with a wmma.load's chunk indexes
+X       AddressStage        a wmma.load pass's chunk addresses, over two registers
 B       PassQueue           holds checked passes (two; more with more global contexts), registered
 —       Take                the oldest pass leaves the queue into an entry, into F or G and the ring
 F       BankStage           serves a pass's rows window by window through the bank crossbar
@@ -45,6 +46,7 @@ from .gmem.fetch import GlobalFetch
 from .lib.slice import StreamSlice
 from .params import Params
 from .pipeline.accept import AcceptStage
+from .pipeline.address import AddressStage
 from .pipeline.check_stage import CheckStage
 from .pipeline.passq import PassQueue
 from .pipeline.progress import ProgressMerge
@@ -171,6 +173,7 @@ class LoadStoreUnit(wiring.Component):
         p = self.params
         m.submodules.check = check = CheckStage(p)
         m.submodules.accept = accept = AcceptStage(p)
+        m.submodules.address = address = AddressStage(p)
         m.submodules.passq = passq = PassQueue(p, p.pass_queue_depth)
         m.submodules.take = take = Take(p)
         m.submodules.bank = bank = BankStage(p)
@@ -185,7 +188,8 @@ class LoadStoreUnit(wiring.Component):
         m.d.sync += smem_size.eq(self.smem_size)
         wiring.connect(m, instr, check.instr)
         wiring.connect(m, check.checked, accept.instr)
-        wiring.connect(m, accept.passes, passq.push)
+        wiring.connect(m, accept.passes, address.passes)
+        wiring.connect(m, address.addressed, passq.push)
         wiring.connect(m, passq.pop, take.pop)
         wiring.connect(m, take.take, result.take, ring.take)
         wiring.connect(m, take.shared, bank.take)
@@ -228,7 +232,7 @@ class LoadStoreUnit(wiring.Component):
                          ring.second_buf.eq(progress.second_buf)]
         # fill, dump and a copy run while nothing is in flight; they hold the instruction port
         quiet = Signal()
-        m.d.comb += quiet.eq(~check.busy & ~accept.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &
+        m.d.comb += quiet.eq(~check.busy & ~accept.busy & ~address.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &
                              (result.entries.valid == 0))
         if p.tmem is None:
             m.d.comb += [banks.quiet.eq(quiet), check.stall.eq(banks.claim)]

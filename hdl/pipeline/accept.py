@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import GROUP_ROWS, Params, Policy
 from .check_stage import checked_layout
-from .chunks import ChunkAddresses
-from .records import consts_layout, pass_layout
+from .address import unaddressed_layout
+from .chunks import ChunkIndex
+from .records import consts_layout
 from .wmma_cost import WmmaCost
 
 __all__ = ["AcceptStage"]
@@ -20,7 +21,8 @@ class AcceptStage(wiring.Component):
     """Accept stage, prefix ``a_``: takes a checked instruction from the check stage
     (:class:`~tensorlsu.hdl.pipeline.check_stage.CheckStage`: its error and its form's constants)
     and hands it to the pass queue as one or two
-    checked passes (a wmma.load of 64 chunks has two), each with its slots' addresses; under
+    checked passes (a wmma.load of 64 chunks has two), each with its slots' line and chunk
+    indexes (:class:`~tensorlsu.hdl.pipeline.chunks.ChunkIndex`); under
     ``"h200"`` a wmma.load's last pass also carries the bank cycles the H200 takes for it
     (:class:`~tensorlsu.hdl.pipeline.wmma_cost.WmmaCost`).
 
@@ -41,8 +43,10 @@ class AcceptStage(wiring.Component):
     -------
     instr : In(stream.Signature(checked_layout(params)))
         The checked instructions.
-    passes : Out(stream.Signature(pass_layout(params)))
-        Checked passes, in order. A refused instruction gives one pass, with its error.
+    passes : Out(stream.Signature(unaddressed_layout(params)))
+        Checked passes, in order, for the address stage
+        (:class:`~tensorlsu.hdl.pipeline.address.AddressStage`). A refused instruction gives one
+        pass, with its error.
     busy : Out(1)
         An instruction is held.
     """
@@ -50,7 +54,7 @@ class AcceptStage(wiring.Component):
     def __init__(self, params: Params):
         self.params = params
         super().__init__({"instr": In(stream.Signature(checked_layout(params))),
-                          "passes": Out(stream.Signature(pass_layout(params))), "busy": Out(1)})
+                          "passes": Out(stream.Signature(unaddressed_layout(params))), "busy": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -58,7 +62,7 @@ class AcceptStage(wiring.Component):
         R, aw = p.lanes, p.pass_addr_bits
         ck = self.instr.payload
         ip = ck.instr
-        chunks = m.submodules.chunks = ChunkAddresses(p)
+        chunks = m.submodules.chunks = ChunkIndex(p)
         m.d.comb += chunks.form.eq(ip.form)
 
         a_valid = Signal()
@@ -66,7 +70,7 @@ class AcceptStage(wiring.Component):
         # wide data registers have no reset: nothing reads them before their valid bits say so
         a_addr = Signal.like(ip.addr, reset_less=True)
         a_err = Signal(Error)           # the checks of the accepted instruction but overlap
-        a_stride_bytes = Signal(len(chunks.stride_bytes))    # wmma (checked in range)
+        a_stride_bytes = Signal.like(ck.stride_bytes)       # wmma (checked in range)
         a_glob = Signal()               # a wmma.load from global memory
         a_base = Signal(aw, reset_less=True)                 # its matrix address, resolved
         a_pass = Signal()
@@ -74,7 +78,7 @@ class AcceptStage(wiring.Component):
         # decode between A and the stages after it); the second pass's wait in a_second
         a_consts = Signal(consts_layout(p))
         a_second = Signal(consts_layout(p))
-        a_index = Signal(data.ArrayLayout(chunks.index_layout, 2))
+        a_index = Signal.like(chunks.index)
         a_overlap, a_checked = self._overlap(m, a_valid, a_addr, a_consts, ck.first)
 
         out = self.passes
@@ -84,17 +88,18 @@ class AcceptStage(wiring.Component):
                      # an overlap refuses a store of one pass: the error decides when A is done
                      done.eq(move & ((a_err != Error.NONE) | (a_pass == a_consts.lastpass))),
                      self.instr.ready.eq(~a_valid | done), self.busy.eq(a_valid)]
-        m.d.comb += [chunks.select.eq(a_index[0]), chunks.base.eq(a_base),
-                     chunks.stride_bytes.eq(a_stride_bytes), out.payload.glob.eq(a_glob & a_consts.wmma)]
-        m.d.comb += [out.payload.form.eq(a_form), out.payload.err.eq(a_err), out.payload.ovl.eq(a_overlap),
-                     out.payload.consts.eq(a_consts)]
-        m.d.comb += [out.payload.addr[i].eq(Mux(a_consts.wmma, chunks.addr[i], a_addr[i][:aw]))
-                     for i in range(R)]
+        ps = out.payload.pass_
+        m.d.comb += [out.payload.index.eq(a_index[0]), out.payload.base.eq(a_base),
+                     out.payload.stride_bytes.eq(a_stride_bytes), ps.glob.eq(a_glob & a_consts.wmma)]
+        m.d.comb += [ps.form.eq(a_form), ps.err.eq(a_err), ps.ovl.eq(a_overlap), ps.consts.eq(a_consts)]
+        # the rows of an ldmatrix / stmatrix; a wmma.load's chunk addresses come from the
+        # address stage
+        m.d.comb += [ps.addr[i].eq(a_addr[i][:aw]) for i in range(R)]
         if p.schedule is Policy.H200:
             # the instruction's bank cycles as the H200 pays them, on its last pass
             cost = m.submodules.cost = WmmaCost()
             m.d.comb += [cost.form.eq(a_form), cost.base.eq(a_base), cost.stride_bytes.eq(a_stride_bytes),
-                         out.payload.cost.eq(Mux((a_pass == a_consts.lastpass) & ~a_glob, cost.cycles, 0))]
+                         ps.cost.eq(Mux((a_pass == a_consts.lastpass) & ~a_glob, cost.cycles, 0))]
 
         with m.If(self.instr.valid & self.instr.ready):
             m.d.sync += [a_valid.eq(1), a_form.eq(ip.form), a_addr.eq(ip.addr), a_err.eq(ck.err),

@@ -1,6 +1,6 @@
-"""The check stage and the accept stage together (Amaranth's simulator), as the unit connects
-them: the error each refused instruction gets, the passes a two-pass wmma.load gives, and the
-stmatrix overlap verdict.
+"""The check, accept and address stages together (Amaranth's simulator), as the unit connects
+them: the error each refused instruction gets, the passes a two-pass wmma.load gives, the
+stmatrix overlap verdict and a wmma.load's chunk addresses.
 
 Expected values: the model's refusals (tensorlsu.sim.model raises ModelError for exactly these
 inputs; the unit's codes are named in hdl/codes.py), and the pass counts of the form tables."""
@@ -13,6 +13,7 @@ from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.hdl.pipeline.accept import AcceptStage
+from tensorlsu.hdl.pipeline.address import AddressStage
 from tensorlsu.hdl.pipeline.check_stage import CheckStage
 from tensorlsu.sim import ptx
 
@@ -24,16 +25,17 @@ def _fid(text):
 
 
 class Front(Elaboratable):
-    """The check stage feeding the accept stage."""
+    """The check stage, the accept stage and the address stage in a row."""
 
     def __init__(self, params):
-        self.check, self.accept = CheckStage(params), AcceptStage(params)
-        self.instr, self.smem_size, self.passes = self.check.instr, self.check.smem_size, self.accept.passes
+        self.check, self.accept, self.address = CheckStage(params), AcceptStage(params), AddressStage(params)
+        self.instr, self.smem_size, self.passes = self.check.instr, self.check.smem_size, self.address.addressed
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.check, m.submodules.accept = self.check, self.accept
+        m.submodules.check, m.submodules.accept, m.submodules.address = self.check, self.accept, self.address
         wiring.connect(m, self.check.checked, self.accept.instr)
+        wiring.connect(m, self.accept.passes, self.address.passes)
         return m
 
 
@@ -56,13 +58,13 @@ def run_one(form, addr, stride=0, space=Space.SHARED, params=None, smem_size=Non
         ctx.set(dut.passes.ready, 1)
         await ctx.tick()
         ctx.set(dut.instr.valid, 0)
-        for _ in range(8):
+        for _ in range(10):
             if ctx.get(dut.passes.valid):
                 pl = dut.passes.payload
                 out.append((ctx.get(pl.err), ctx.get(pl.ovl)) + (() if space == Space.SHARED else
                                                                  (ctx.get(pl.glob), ctx.get(pl.addr[0]))))
             await ctx.tick()
-        assert not ctx.get(dut.check.busy) and not ctx.get(dut.accept.busy)
+        assert not any(ctx.get(s.busy) for s in (dut.check, dut.accept, dut.address))
 
     simulate(dut, bench)
     return out
@@ -138,3 +140,40 @@ def test_state_spaces():
 def test_rows_and_matrices_past_smem_size_are_refused(text, addr, size, expect):
     stride = 16 if text == WMMA_A else 0
     assert run_one(_fid(text), addr, stride, smem_size=size)[-1] == (expect, 0)
+
+
+@pytest.mark.parametrize("text,base,stride,space", [
+    (WMMA_C64, 0x0E40, 24, Space.SHARED),                       # two passes of 32 chunks
+    ("wmma.load.b.sync.aligned.col.m8n32k16.global.f16", 0xFE12_3460, 4088, Space.GLOBAL),
+    ("wmma.load.a.sync.aligned.row.m32n8k16.global.s8", 0x8000_0020, 65520, Space.GLOBAL),
+])
+def test_every_chunk_address(text, base, stride, space):
+    """Every slot of every pass holds its chunk's address, base + line · stride + 16 k, with
+    (line, k) from the form's pass table: the address stage's carry-save sum and its adder."""
+    p = Params(smem_bytes=SMEM)
+    fid = _fid(text.replace(".global", ".shared") if space == Space.SHARED else text)
+    inf = forms.info(fid)
+    dut = Front(p)
+    got = []
+
+    async def bench(ctx):
+        ctx.set(dut.instr.payload.form, fid)
+        ctx.set(dut.instr.payload.addr[0], base)
+        ctx.set(dut.instr.payload.stride, stride)
+        ctx.set(dut.instr.payload.space, space)
+        ctx.set(dut.instr.valid, 1)
+        ctx.set(dut.passes.ready, 1)
+        await ctx.tick()
+        ctx.set(dut.instr.valid, 0)
+        for _ in range(10):
+            if ctx.get(dut.passes.valid):
+                pl = dut.passes.payload
+                assert ctx.get(pl.err) == Error.NONE
+                got.append([ctx.get(pl.addr[s]) for s in range(32)])
+            await ctx.tick()
+
+    simulate(dut, bench)
+    sb = stride * inf.bits // 8
+    assert len(got) == len(inf.passes)
+    for q, slots in enumerate(inf.passes):
+        assert got[q][:len(slots)] == [base + line * sb + forms.CHUNK * k for line, k in slots], q

@@ -118,8 +118,9 @@ def test_row_store_leaves_as_register_files():
     every memory takes the module of its own shape. (What the modules hold is checked by every
     global wmma.load through the emitted unit: tb/system/test_lsu_rtl.py.)"""
     text = verilog_text(GlobalFetch(Params(tmem_columns=0)), "fetch")
-    assert text.count("tensorlsu_rf_8x128 ") == 8 + 1      # a memory per window lane, one module
-    module = text[text.index("module tensorlsu_rf_8x128"):]
+    # a memory per window lane, a word per context (4) and window (4), one module
+    assert text.count("tensorlsu_rf_16x128 ") == 8 + 1
+    module = text[text.index("module tensorlsu_rf_16x128"):]
     for port in ("we", "waddr", "wdata", "re", "raddr", "rdata"):
         assert f" {port}" in module
     assert "tensorlsu_sram_" not in text
@@ -127,19 +128,20 @@ def test_row_store_leaves_as_register_files():
     # read-or-write port; the row store's lanes would fit a Tensor Memory bank's two ports too
     # (the smallest Tensor Memory keeps the emission short)
     unit = verilog_text(LoadStoreUnit(Params(tmem_columns=32)), "top")
-    assert "module tensorlsu_sram_sp_128x128 " in unit and "module tensorlsu_rf_8x128 " in unit
+    assert "module tensorlsu_sram_sp_128x128 " in unit and "module tensorlsu_rf_16x128 " in unit
     assert "module tensorlsu_rf_128x128 " not in unit
-    assert unit.count("tensorlsu_rf_8x128 ") == 8 + 1
+    assert unit.count("tensorlsu_rf_16x128 ") == 8 + 1
     assert unit.count("tensorlsu_sram_dp_16x1024_be32 ") == 4 * 2 + 1
     assert unit.count("tensorlsu_sram_sp_128x128 ") == 8 + 1
 
 
 def test_small_memories_become_flip_flops_and_large_ones_macros():
     """A memory becomes macros or flip-flops, whichever costs less area: the fetch stage's row
-    store (eight words of 128 bits) is flip-flops, from RTLIL and from the emitted Verilog
-    (the banks, far larger, are macros: the tests above)."""
+    store with two contexts (eight words of 128 bits a memory) is flip-flops, from RTLIL and
+    from the emitted Verilog; with the default four (sixteen words) it is macros (the banks,
+    far larger, are macros: the tests above)."""
     for verilog in (False, True):
-        dut = FetchRows(Params(tmem_columns=0))
+        dut = FetchRows(Params(tmem_columns=0, axi_contexts=2))
         source = verilog_text(dut, "top") if verilog else rtlil.convert(dut, name="top")
         work = ROOT / "build" / "test_asic" / ("rows_v" if verilog else "rows_il")
         row = asic.run("rows", source, work, verilog=verilog, say=lambda _: None)

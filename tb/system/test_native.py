@@ -42,7 +42,7 @@ def test_axi_latency_is_the_memorys(latency):
 
 def test_axi_latency_costs_throughput_beyond_what_is_in_flight():
     """At 200 clocks of latency the port's throughput is what it keeps in flight a round trip,
-    far below a beat a clock (bench: the latency table)."""
+    far below a beat a clock (8 clocks a 512-byte fragment; bench: the latency table)."""
     image = bytes(512 * 16)
     fast, _ = run_jobs(_fragments(16, image), sim="verilator", axi=AxiMemory(latency=2))
     slow, _ = run_jobs(_fragments(16, image), sim="verilator", axi=AxiMemory(latency=200))
@@ -50,17 +50,18 @@ def test_axi_latency_costs_throughput_beyond_what_is_in_flight():
     def clk_per_fragment(res):
         b = res[1]["burst"]
         return (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
-    assert clk_per_fragment(fast) < 20 < 100 < clk_per_fragment(slow)
+    assert clk_per_fragment(fast) < 20 < 60 < clk_per_fragment(slow)
 
 
 def test_more_contexts_hide_the_latency_they_cover():
     """Eight contexts and eight ids of 8-beat bursts keep 64 beats in flight: at 40 clocks of
     latency (a memory answering in order) a 512-byte fragment every 8 clocks, a beat a clock,
-    where the default two contexts give one every round trip; every fragment carries its data."""
+    where two contexts give one every round trip; every fragment carries its data."""
     image = bytes((5 * i + 1) % 256 for i in range(512 * 24))
     port = {"axi_contexts": 8, "axi_outstanding": 8, "axi_burst": 8}
     deep, _ = run_jobs(_fragments(24, image), sim="verilator", axi=AxiMemory(latency=40, reorder=False), params=port)
-    two, _ = run_jobs(_fragments(24, image), sim="verilator", axi=AxiMemory(latency=40, reorder=False))
+    two, _ = run_jobs(_fragments(24, image), sim="verilator", axi=AxiMemory(latency=40, reorder=False),
+                      params={"axi_contexts": 2})
 
     def clk_per_fragment(res):
         b = res[1]["burst"]

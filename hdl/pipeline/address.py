@@ -1,0 +1,120 @@
+"""Address stage (X): a wmma.load pass's slot addresses, over two registers, between the accept
+stage and the pass queue."""
+
+from __future__ import annotations
+
+from amaranth import Module, Mux, Signal, Value, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.mux import mux_tree
+from ..params import ROW_BYTES, Params
+from .check_stage import stride_width
+from .chunks import chunk_index_layout, slot_chunks
+from .records import pass_layout
+
+__all__ = ["AddressStage", "unaddressed_layout"]
+
+
+def unaddressed_layout(p: Params) -> data.StructLayout:
+    """A pass as the accept stage offers it: the pass (``addr``: the rows of an ldmatrix /
+    stmatrix; unused for a wmma.load), and for a wmma.load its slots' line and chunk indexes
+    (:func:`~tensorlsu.hdl.pipeline.chunks.chunk_index_layout`), its stride in bytes and its
+    matrix address."""
+    return data.StructLayout({"pass_": pass_layout(p), "index": chunk_index_layout(p),
+                              "stride_bytes": stride_width(p), "base": p.pass_addr_bits})
+
+
+def _carry_save(a, b, c):
+    """Three vectors as two of the same sum (a full adder a bit, no carry chain)."""
+    return a ^ b ^ c, ((a & b) | (a & c) | (b & c)) << 1
+
+
+def _reduce(terms: list, width: int) -> list:
+    """``terms`` as two vectors of the same sum modulo ``2 ** width``: layers of full adders,
+    each taking the terms three by three (a Wallace tree)."""
+    terms = [Value.cast(t)[:width] for t in terms]
+    while len(terms) > 2:
+        layer = []
+        for k in range(0, len(terms) - 2, 3):
+            layer += [v[:width] for v in _carry_save(*terms[k:k + 3])]
+        terms = layer + terms[len(terms) // 3 * 3:]
+    return terms + [0] * (2 - len(terms))
+
+
+class AddressStage(wiring.Component):
+    """Address stage, prefix ``x_``: slot ``s`` of a wmma.load pass holds chunk ``(line, k)`` at
+    ``base + line · stride + 16 k``; an ldmatrix / stmatrix pass keeps its row addresses.
+
+    Two register stages, so that no multiplier or adder chain ends in the pass queue or in the
+    global fetch stage's contexts (which take a global pass as it enters the queue):
+
+    - **X1**: per slot, the line offset's partial products (``stride << j`` where bit ``j`` of
+      the line is set), the matrix address and the chunk's offset reduced by full adders to two
+      vectors of the same sum (carry-save, no carry chain); a row address is the first vector
+      and zero the second.
+    - **X2**: the two vectors added: one adder a slot.
+
+    The checks passed the span (every chunk lies in shared memory, or in the 32-bit global
+    space), so addresses are ``pass_addr_bits`` wide and wrap nowhere.
+
+    Latency: a pass taken in cycle ``t`` is offered in ``t + 2``. A pass a clock.
+
+    Members
+    -------
+    passes : In(stream.Signature(unaddressed_layout(params)))
+        The accept stage's passes.
+    addressed : Out(stream.Signature(pass_layout(params)))
+        The same passes with their slot addresses, in order.
+    busy : Out(1)
+        A pass is held.
+    """
+
+    def __init__(self, params: Params):
+        self.params = params
+        super().__init__({"passes": In(stream.Signature(unaddressed_layout(params))),
+                          "addressed": Out(stream.Signature(pass_layout(params))), "busy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        R, aw = p.lanes, p.pass_addr_bits
+        vec = data.ArrayLayout(unsigned(aw), R)
+        x1_valid, x2_valid = Signal(name="x1_valid"), Signal(name="x2_valid")
+        # wide data registers have no reset: nothing reads them before their valid bits say so
+        x1_pass = Signal(pass_layout(p), name="x1_pass", reset_less=True)
+        x1_sum, x1_carry = Signal(vec, name="x1_sum", reset_less=True), Signal(vec, name="x1_carry", reset_less=True)
+        x2_pass = Signal(pass_layout(p), name="x2_pass", reset_less=True)
+
+        inp, out = self.passes, self.addressed
+        x1_move = Signal()
+        m.d.comb += [x1_move.eq(x1_valid & (~x2_valid | out.ready)),
+                     inp.ready.eq(~x1_valid | ~x2_valid | out.ready),
+                     out.valid.eq(x2_valid), out.payload.eq(x2_pass), self.busy.eq(x1_valid | x2_valid)]
+        with m.If(inp.valid & inp.ready):
+            m.d.sync += x1_valid.eq(1)
+        with m.Elif(x1_move):
+            m.d.sync += x1_valid.eq(0)
+        with m.If(x1_move):
+            m.d.sync += x2_valid.eq(1)
+        with m.Elif(out.valid & out.ready):
+            m.d.sync += x2_valid.eq(0)
+
+        # X1: partial products, base and chunk offset in carry-save form
+        ps = inp.payload
+        wmma = ps.pass_.consts.wmma
+        chunks = slot_chunks(R)
+        with m.If(inp.valid & inp.ready):
+            m.d.sync += x1_pass.eq(ps.pass_)
+            for s in range(R):
+                line = getattr(ps.index, f"line{s}")
+                terms = [Mux(line[j], (ps.stride_bytes << j)[:aw], 0) for j in range(len(line))]
+                terms += [ps.base, mux_tree(getattr(ps.index, f"chunk{s}"), [c * ROW_BYTES for c in chunks[s]])]
+                terms = _reduce(terms, aw)
+                m.d.sync += [x1_sum[s].eq(Mux(wmma, terms[0], ps.pass_.addr[s])),
+                             x1_carry[s].eq(Mux(wmma, terms[1], 0))]
+        # X2: one adder a slot
+        with m.If(x1_move):
+            m.d.sync += x2_pass.eq(x1_pass)
+            m.d.sync += [x2_pass.addr[s].eq(x1_sum[s] + x1_carry[s]) for s in range(R)]
+        return m
