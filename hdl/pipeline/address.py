@@ -8,6 +8,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.mux import mux_tree
+from ..lib.stages import stage_pair
 from ..params import ROW_BYTES, Params
 from .check_stage import stride_width
 from .chunks import chunk_index_layout, slot_chunks
@@ -80,31 +81,21 @@ class AddressStage(wiring.Component):
         p = self.params
         R, aw = p.lanes, p.pass_addr_bits
         vec = data.ArrayLayout(unsigned(aw), R)
-        x1_valid, x2_valid = Signal(name="x1_valid"), Signal(name="x2_valid")
         # wide data registers have no reset: nothing reads them before their valid bits say so
         x1_pass = Signal(pass_layout(p), name="x1_pass", reset_less=True)
         x1_sum, x1_carry = Signal(vec, name="x1_sum", reset_less=True), Signal(vec, name="x1_carry", reset_less=True)
         x2_pass = Signal(pass_layout(p), name="x2_pass", reset_less=True)
 
         inp, out = self.passes, self.addressed
-        x1_move = Signal()
-        m.d.comb += [x1_move.eq(x1_valid & (~x2_valid | out.ready)),
-                     inp.ready.eq(~x1_valid | ~x2_valid | out.ready),
-                     out.valid.eq(x2_valid), out.payload.eq(x2_pass), self.busy.eq(x1_valid | x2_valid)]
-        with m.If(inp.valid & inp.ready):
-            m.d.sync += x1_valid.eq(1)
-        with m.Elif(x1_move):
-            m.d.sync += x1_valid.eq(0)
-        with m.If(x1_move):
-            m.d.sync += x2_valid.eq(1)
-        with m.Elif(out.valid & out.ready):
-            m.d.sync += x2_valid.eq(0)
+        stages = stage_pair(m, "x", inp.valid, out.ready)
+        m.d.comb += [inp.ready.eq(stages.in_ready), out.valid.eq(stages.valid2), out.payload.eq(x2_pass),
+                     self.busy.eq(stages.valid1 | stages.valid2)]
 
         # X1: partial products, base and chunk offset in carry-save form
         ps = inp.payload
         wmma = ps.pass_.consts.wmma
         chunks = slot_chunks(R)
-        with m.If(inp.valid & inp.ready):
+        with m.If(stages.take):
             m.d.sync += x1_pass.eq(ps.pass_)
             for s in range(R):
                 line = getattr(ps.index, f"line{s}")
@@ -114,7 +105,7 @@ class AddressStage(wiring.Component):
                 m.d.sync += [x1_sum[s].eq(Mux(wmma, terms[0], ps.pass_.addr[s])),
                              x1_carry[s].eq(Mux(wmma, terms[1], 0))]
         # X2: one adder a slot
-        with m.If(x1_move):
+        with m.If(stages.move):
             m.d.sync += x2_pass.eq(x1_pass)
             m.d.sync += [x2_pass.addr[s].eq(x1_sum[s] + x1_carry[s]) for s in range(R)]
         return m

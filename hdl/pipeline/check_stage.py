@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from tensorlsu.sim.model import WMMA_ADDR_ALIGN
 
 from ..codes import Error, Space
+from ..lib.stages import stage_pair
 from ..params import Params
 from . import forms
 from .decode import FormDecoder
@@ -91,7 +92,6 @@ class CheckStage(wiring.Component):
         room_bits = max(sw, 32) + 9
 
         # stage registers (wide data without reset: nothing reads them before their valid)
-        k1_valid, k2_valid = Signal(name="k1_valid"), Signal(name="k2_valid")
         k1 = Signal(data.StructLayout({
             "instr": instr_layout(p), "first": consts_layout(p), "second": consts_layout(p),
             "size": range(p.smem_bytes + 1), "unknown": 1, "rows_misaligned": 1, "rows_outside": 1,
@@ -104,20 +104,9 @@ class CheckStage(wiring.Component):
             "stride_bytes": sw, "glob": 1, "base": 32}), name="k2", reset_less=True)
 
         out = self.checked
-        k2_move = Signal()
-        k1_move = Signal()
-        take = Signal()
-        m.d.comb += [k2_move.eq(k2_valid & out.ready), k1_move.eq(k1_valid & (~k2_valid | out.ready)),
-                     self.instr.ready.eq((~k1_valid | ~k2_valid | out.ready) & ~self.stall),
-                     take.eq(self.instr.valid & self.instr.ready), self.busy.eq(k1_valid | k2_valid)]
-        with m.If(take):
-            m.d.sync += k1_valid.eq(1)
-        with m.Elif(k1_move):
-            m.d.sync += k1_valid.eq(0)
-        with m.If(k1_move):
-            m.d.sync += k2_valid.eq(1)
-        with m.Elif(k2_move):
-            m.d.sync += k2_valid.eq(0)
+        stages = stage_pair(m, "k", self.instr.valid, out.ready, self.stall)
+        take, k1_move = stages.take, stages.move
+        m.d.comb += [self.instr.ready.eq(stages.in_ready), self.busy.eq(stages.valid1 | stages.valid2)]
 
         # --- K1 ---------------------------------------------------------------------------
         decode = m.submodules.decode = FormDecoder(p)
@@ -155,7 +144,7 @@ class CheckStage(wiring.Component):
         # --- out: the last comparison --------------------------------------------------------
         late = Signal()                 # the last line ends past the limit
         m.d.comb += late.eq(k2.span > k2.room)     # unsigned against signed: compared as numbers
-        m.d.comb += [out.valid.eq(k2_valid), out.payload.instr.eq(k2.instr), out.payload.first.eq(k2.first),
+        m.d.comb += [out.valid.eq(stages.valid2), out.payload.instr.eq(k2.instr), out.payload.first.eq(k2.first),
                      out.payload.second.eq(k2.second), out.payload.stride_bytes.eq(k2.stride_bytes),
                      out.payload.glob.eq(k2.glob), out.payload.base.eq(k2.base),
                      out.payload.err.eq(Mux(k2.range_check & late, Error.OUT_OF_RANGE, k2.err))]

@@ -22,7 +22,7 @@ from .records import (
     consts_layout,
     result_layout,
 )
-from .shuffle import ShuffleNetwork, ShuffleSelect, beat_rows, shuffle_select_layout
+from .shuffle import ShuffleNetwork, ShuffleSelect, shuffle_select_layout
 
 __all__ = ["ResultStage", "entry_layout"]
 
@@ -39,7 +39,7 @@ class ResultStage(wiring.Component):
     """Result stage, prefix ``e_``: ``Params.entries`` instruction entries in order (one emitting,
     one filled and waiting, one filling), the load row buffer, and the result beats of the
     oldest entry (the head), through the fragment shuffle
-    (:class:`~tensorlsu.hdl.pipeline.shuffle.LoadShuffle`).
+    (:class:`~tensorlsu.hdl.pipeline.shuffle.ShuffleNetwork`, its selects a beat ahead).
 
     The row buffer is a ring of ``row_blocks`` blocks of 8 slots: an entry's slot ``s`` is ring
     slot ``(8 · start + s) mod (8 · row_blocks)``. A load's beat leaves as soon as the rows it
@@ -221,7 +221,8 @@ class ResultStage(wiring.Component):
         m.d.comb += self.entries.reading.eq(Mux(h_valid & (h.err == Error.NONE), Cat(*[
             Cat(*[rest[k] & ((h.start + k)[:len(h.start)] == pb) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
-        need_next, rest_next = self._next_beat(m, h.form, beat)
+        # the next beat's slots from the same table as its selects; the blocks its beats read
+        need_next, rest_next = next_select.need, self._next_rest(m, h.form, beat)
         beat_regs = self._beat_regs(m, h.form, beat)
         carry = Signal(CYCLE_BITS, name="e_carry")   # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
@@ -291,11 +292,9 @@ class ResultStage(wiring.Component):
                                     m.d.comb += regs.eq(mask)
         return regs
 
-    def _next_beat(self, m, form, beat):
-        """The slots beat ``beat + 1`` of a load form reads, and the blocks its beats from
-        there to the end of its pass read."""
-        R = self.params.lanes
-        need_next, rest_next = Signal(R, name="e_h_need_next"), Signal(R // BLOCK, name="e_h_rest_next")
+    def _next_rest(self, m, form, beat):
+        """The blocks the beats of a load form from ``beat + 1`` to the end of its pass read."""
+        rest_next = Signal(self.params.lanes // BLOCK, name="e_h_rest_next")
         with m.Switch(form):
             for f in range(len(forms.FORMS)):
                 inf = forms.info(f)
@@ -304,6 +303,5 @@ class ResultStage(wiring.Component):
                         with m.Switch(beat):
                             for r in range(inf.nregs - 1):
                                 with m.Case(r):
-                                    m.d.comb += [need_next.eq(beat_rows(inf, r + 1)),
-                                                 rest_next.eq(inf.rest_blocks(r + 1))]
-        return need_next, rest_next
+                                    m.d.comb += rest_next.eq(inf.rest_blocks(r + 1))
+        return rest_next

@@ -99,6 +99,12 @@ def shuffle_select_layout(blocks: int) -> data.StructLayout:
     return data.StructLayout({"base": range(blocks), "pat": range(len(patterns)), "rot": range(_ROW_WORDS)})
 
 
+def _check_blocks(lanes: int, blocks: int) -> None:
+    """A ring of ``blocks`` blocks must hold a whole instruction and wrap on a power of two."""
+    if blocks < lanes // BLOCK or blocks & (blocks - 1):
+        raise ValueError(f"blocks must be a power of two of at least {lanes // BLOCK}, not {blocks}")
+
+
 class ShuffleSelect(wiring.Component):
     """Combinational: the load shuffle's selects for result beat ``beat`` of load form ``form``
     whose slots start at ring block ``start`` (a table of the forms' beats, :func:`_plan`, and
@@ -115,6 +121,7 @@ class ShuffleSelect(wiring.Component):
     """
 
     def __init__(self, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
+        _check_blocks(lanes, blocks)
         self.lanes, self.blocks = lanes, blocks
         super().__init__({"form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),
                           "select": Out(shuffle_select_layout(blocks)), "need": Out(lanes)})
@@ -154,6 +161,7 @@ class ShuffleNetwork(wiring.Component):
     """
 
     def __init__(self, *, lanes: int = 32, blocks: int = 4):
+        _check_blocks(lanes, blocks)
         self.lanes, self.blocks = lanes, blocks
         super().__init__({"select": In(shuffle_select_layout(blocks)),
                           "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
@@ -228,8 +236,7 @@ class LoadShuffle(wiring.Component):
     """
 
     def __init__(self, *, lanes: int = 32, form_bits: int = 7, blocks: int = 4):
-        if blocks < lanes // BLOCK or blocks & (blocks - 1):
-            raise ValueError(f"blocks must be a power of two of at least {lanes // BLOCK}, not {blocks}")
+        _check_blocks(lanes, blocks)
         self.lanes, self.blocks, self.form_bits = lanes, blocks, form_bits
         super().__init__({
             "form": In(form_bits), "beat": In(range(lanes + 1)), "start": In(range(blocks)),

@@ -39,10 +39,10 @@ class Front(Elaboratable):
         return m
 
 
-def run_one(form, addr, stride=0, space=Space.SHARED, params=None, smem_size=None):
-    """Accept one instruction and collect its passes: [(err, ovl)], with (glob, first slot's
-    address) appended for a wmma.load in another space than shared. ``smem_size``: the shared
-    memory the instruction may address (None: the port's default, all of it)."""
+def passes_of(form, addr, stride=0, space=Space.SHARED, params=None, smem_size=None):
+    """Accept one instruction and collect its passes: per pass (err, ovl, glob, the 32 slot
+    addresses). ``smem_size``: the shared memory the instruction may address (None: the port's
+    default, all of it). The stages are idle again afterwards."""
     dut = Front(params or Params(smem_bytes=SMEM))
     out = []
 
@@ -61,13 +61,20 @@ def run_one(form, addr, stride=0, space=Space.SHARED, params=None, smem_size=Non
         for _ in range(10):
             if ctx.get(dut.passes.valid):
                 pl = dut.passes.payload
-                out.append((ctx.get(pl.err), ctx.get(pl.ovl)) + (() if space == Space.SHARED else
-                                                                 (ctx.get(pl.glob), ctx.get(pl.addr[0]))))
+                out.append((ctx.get(pl.err), ctx.get(pl.ovl), ctx.get(pl.glob),
+                            [ctx.get(pl.addr[s]) for s in range(32)]))
             await ctx.tick()
         assert not any(ctx.get(s.busy) for s in (dut.check, dut.accept, dut.address))
 
     simulate(dut, bench)
     return out
+
+
+def run_one(form, addr, stride=0, space=Space.SHARED, params=None, smem_size=None):
+    """The passes as [(err, ovl)], with (glob, first slot's address) appended for a wmma.load in
+    another space than shared."""
+    return [(err, ovl) + (() if space == Space.SHARED else (glob, addrs[0]))
+            for err, ovl, glob, addrs in passes_of(form, addr, stride, space, params, smem_size)]
 
 
 ROWS = [16 * t for t in range(32)]
@@ -150,29 +157,11 @@ def test_rows_and_matrices_past_smem_size_are_refused(text, addr, size, expect):
 def test_every_chunk_address(text, base, stride, space):
     """Every slot of every pass holds its chunk's address, base + line · stride + 16 k, with
     (line, k) from the form's pass table: the address stage's carry-save sum and its adder."""
-    p = Params(smem_bytes=SMEM)
     fid = _fid(text.replace(".global", ".shared") if space == Space.SHARED else text)
     inf = forms.info(fid)
-    dut = Front(p)
-    got = []
-
-    async def bench(ctx):
-        ctx.set(dut.instr.payload.form, fid)
-        ctx.set(dut.instr.payload.addr[0], base)
-        ctx.set(dut.instr.payload.stride, stride)
-        ctx.set(dut.instr.payload.space, space)
-        ctx.set(dut.instr.valid, 1)
-        ctx.set(dut.passes.ready, 1)
-        await ctx.tick()
-        ctx.set(dut.instr.valid, 0)
-        for _ in range(10):
-            if ctx.get(dut.passes.valid):
-                pl = dut.passes.payload
-                assert ctx.get(pl.err) == Error.NONE
-                got.append([ctx.get(pl.addr[s]) for s in range(32)])
-            await ctx.tick()
-
-    simulate(dut, bench)
+    got = passes_of(fid, [base] + [0] * 31, stride, space)
+    assert all(err == Error.NONE for err, *_ in got)
+    got = [addrs for *_, addrs in got]
     sb = stride * inf.bits // 8
     assert len(got) == len(inf.passes)
     for q, slots in enumerate(inf.passes):
