@@ -475,7 +475,7 @@ class RingRule(Elaboratable):
                 tk.pass_.consts.blocks, d.entries.head_next, d.entries.valid_next, d.entries.end,
                 d.entries.reading, d.advance]
         if pairs:
-            free += [tk.pair, tk.second_tail, tk.second_pass.consts.load, tk.second_pass.consts.align,
+            free += [tk.pairs, tk.second_tail, tk.second_pass.consts.load, tk.second_pass.consts.align,
                      tk.second_pass.consts.blocks]
         for sig in free:
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
@@ -498,7 +498,9 @@ class RingRule(Elaboratable):
         if pairs:
             # a pair: both passes loads, not refused, into the entry after tail, also free
             second_buf = Signal(range(E))
-            m.d.comb += d.second_buf.eq(second_buf)
+            m.d.comb += [d.second_buf.eq(second_buf), tk.pair.eq(tk.take & tk.pairs)]
+            # the first of a pair is never refused (the take's rule)
+            m.d.comb += Assume(~tk.pairs | (tk.pass_.err == Error.NONE))
             with m.If(tk.pair):
                 m.d.comb += Assume(tk.ok & tk.pass_.consts.load & tk.second_pass.consts.load
                                    & (tk.second_tail == Mux(tk.tail == E - 1, 0, tk.tail + 1))

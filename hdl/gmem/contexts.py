@@ -59,6 +59,10 @@ class FetchContexts(wiring.Component):
         The slots of the next context after ``fill_ctx`` (its twin) the beat fills.
     used, pending, got : Out(lanes).array(axi_contexts)
         Per context: the pass's slots, those not yet requested, those in.
+    complete : Out(1).array(axi_contexts)
+        Per context: every slot requested and in (a register, so that the landing reads one
+        bit rather than reducing three vectors: from the slots in as they are written, and the
+        slots requested as of the cycle before).
     err : Out(Error).array(axi_contexts)
     twin : Out(1).array(axi_contexts)
         The context holds the second pass of the instruction whose first is in the context
@@ -80,7 +84,8 @@ class FetchContexts(wiring.Component):
             "filling": In(1), "filled": In(R), "fill_ctx": In(range(C)), "fill_resp": In(2),
             "ar": In(1), "sel_ctx": In(range(C)), "covered": In(R), "covered_twin": In(R), "fill_twin": In(R),
             "used": Out(R).array(C), "pending": Out(R).array(C), "got": Out(R).array(C),
-            "err": Out(Error).array(C), "twin": Out(1).array(C), "borrowed": Out(R).array(C),
+            "complete": Out(1).array(C), "err": Out(Error).array(C), "twin": Out(1).array(C),
+            "borrowed": Out(R).array(C),
             "line": Out(lw).array(C, R), "row": Out(max(1, lb - 4)).array(C, R), "upper": Out(1).array(C, R)})
 
     def elaborate(self, platform):
@@ -116,12 +121,18 @@ class FetchContexts(wiring.Component):
             with m.If(((fill | (fill_as_twin & self.fill_twin.any())) & bad) & (err == Error.NONE)):
                 m.d.sync += err.eq(refusal)
             ar_as_twin = self.ar & (self.sel_ctx == before) & twin
+            got_next = Signal(R, name=f"g_c{c}_got_next")
+            m.d.comb += got_next.eq(got | Mux(fill, self.filled, 0) | Mux(fill_as_twin, self.fill_twin, 0))
             m.d.sync += [pending.eq(pending & ~Mux(self.ar & (self.sel_ctx == c), self.covered, 0)
                                     & ~Mux(ar_as_twin, self.covered_twin, 0)),
+                         got.eq(got_next),
                          borrowed.eq(borrowed | Mux(ar_as_twin, self.covered_twin, 0)),
-                         got.eq(got | Mux(fill, self.filled, 0) | Mux(fill_as_twin, self.fill_twin, 0))]
+                         # the marks of the cycle before for the requests: a slot is filled
+                         # only well after its request left (at most a cycle late, never early)
+                         self.complete[c].eq(((got_next & used) == used) & (pending == 0))]
             with m.If(self.admit & (at == c)):
                 m.d.sync += [used.eq(consts.used), pending.eq(consts.used), got.eq(0), err.eq(Error.NONE),
+                             self.complete[c].eq(consts.used == 0),
                              borrowed.eq(0), twin.eq(consts.lastpass & consts.final & first_of_two)]
                 m.d.sync += [addr[c][s].eq(self.pass_.addr[s][3:]) for s in range(R)]
         return m

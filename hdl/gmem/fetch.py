@@ -109,13 +109,15 @@ class GlobalFetch(wiring.Component):
                      ctx.filling.eq(rows.filling), ctx.filled.eq(rows.filled),
                      ctx.fill_ctx.eq(rows.fill_ctx), ctx.fill_resp.eq(rows.fill_resp), ctx.ar.eq(req.ar),
                      ctx.sel_ctx.eq(req.sel_ctx), ctx.covered.eq(req.covered)]
-        m.d.comb += [land.valid.eq(valid), land.cur.eq(cur), land.restart.eq(tk.ok), land.buf.eq(buf),
+        cur_hot = Signal(p.axi_contexts, name="g_cur_hot", init=1)     # cur, one bit a context
+        m.d.comb += [land.valid.eq(valid), land.cur.eq(cur), land.cur_hot.eq(cur_hot), land.restart.eq(tk.ok),
+                     land.buf.eq(buf),
                      land.start.eq(start), land.lastwin.eq(lastwin), land.blocked.eq(self.blocked),
                      land.inflight.eq(req.inflight)]
         m.d.comb += [land.rows[j].eq(rows.rows[j]) for j in range(p.window)]
         for c in range(p.axi_contexts):
             m.d.comb += [req.pending[c].eq(ctx.pending[c]), land.used[c].eq(ctx.used[c]),
-                         land.pending[c].eq(ctx.pending[c]), land.got[c].eq(ctx.got[c]), land.err[c].eq(ctx.err[c]),
+                         land.complete[c].eq(ctx.complete[c]), land.err[c].eq(ctx.err[c]),
                          rows.used[c].eq(ctx.used[c]), rows.got[c].eq(ctx.got[c]), req.twin[c].eq(ctx.twin[c]),
                          rows.twin[c].eq(ctx.twin[c]), rows.borrowed[c].eq(ctx.borrowed[c])]
             for s in range(p.lanes):
@@ -126,7 +128,8 @@ class GlobalFetch(wiring.Component):
 
         # the take starts the landing of the oldest context; its end frees the context
         with m.If(land.finish):
-            m.d.sync += [valid.eq(0), cur.eq(Mux(cur == p.axi_contexts - 1, 0, cur + 1))]
+            m.d.sync += [valid.eq(0), cur.eq(Mux(cur == p.axi_contexts - 1, 0, cur + 1)),
+                         cur_hot.eq(cur_hot.rotate_left(1))]
         with m.If(tk.ok):
             m.d.sync += [valid.eq(1), buf.eq(tk.tail), start.eq(tk.start), lastwin.eq(tk.pass_.consts.lastwin)]
         return m

@@ -3,7 +3,7 @@ window, once all are in."""
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,17 +28,18 @@ class FetchLanding(wiring.Component):
 
     Members
     -------
-    valid, cur : In
-        A pass is served, from context ``cur``.
+    valid, cur, cur_hot : In
+        A pass is served, from context ``cur`` (``cur_hot``: the same, one bit a context, so
+        that picking the served context's state is one gate, not a decode of ``cur``).
     restart : In(1)
         A pass is taken: its first window next.
     buf, start, lastwin : In
         Its entry, first ring block and last window.
     blocked : In(1)
         The ring's go-ahead.
-    used, pending, got, err, inflight : In
-        The contexts (:class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`) and whether the
-        served one has bursts in flight.
+    used, complete, err, inflight : In
+        The contexts (:class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`): their slots, whether
+        each has every slot in, their errors; and which have bursts in flight.
     win : Out(range(windows))
         The window to land next: the row store (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`)
         reads it, and its rows come back on ``rows`` the next cycle, as the window lands.
@@ -53,10 +54,10 @@ class FetchLanding(wiring.Component):
         self.params = p = params
         R, C = p.lanes, p.axi_contexts
         super().__init__({
-            "valid": In(1), "cur": In(range(C)), "restart": In(1), "buf": In(range(p.entries)),
+            "valid": In(1), "cur": In(range(C)), "cur_hot": In(C), "restart": In(1), "buf": In(range(p.entries)),
             "start": In(range(p.row_blocks)), "lastwin": In(range(p.windows)), "blocked": In(1),
-            "used": In(R).array(C), "pending": In(R).array(C), "got": In(R).array(C), "err": In(Error).array(C),
-            "rows": In(ROW_BITS).array(p.window), "win": Out(range(p.windows)), "inflight": In(1),
+            "used": In(R).array(C), "complete": In(1).array(C), "err": In(Error).array(C),
+            "rows": In(ROW_BITS).array(p.window), "win": Out(range(p.windows)), "inflight": In(C),
             "progress": Out(ProgressSignature(p)), "advance": Out(1), "finish": Out(1)})
 
     def elaborate(self, platform):
@@ -64,16 +65,17 @@ class FetchLanding(wiring.Component):
         p, cur = self.params, self.cur
         R, W = p.lanes, p.window
         win = self.win
-        used, pending, got, err = (Signal(R, name="g_used"), Signal(R, name="g_pending"),
-                                   Signal(R, name="g_got"), Signal(Error, name="g_err"))
-        m.d.comb += [used.eq(mux_tree(cur, list(self.used))), pending.eq(mux_tree(cur, list(self.pending))),
-                     got.eq(mux_tree(cur, list(self.got))), err.eq(mux_tree(cur, list(self.err)))]
+        used, err = Signal(R, name="g_used"), Signal(Error, name="g_err")
+        m.d.comb += [used.eq(mux_tree(cur, list(self.used))), err.eq(mux_tree(cur, list(self.err)))]
+        hot = self.cur_hot
         arrived = Signal(name="g_arrived")      # every slot filled, nothing in flight
-        m.d.comb += arrived.eq(self.valid & ((got & used) == used) & (pending == 0) & ~self.inflight)
+        refused = Signal(name="g_refused")
+        m.d.comb += [arrived.eq(self.valid & (Cat(*self.complete) & hot).any() & ~(self.inflight & hot).any()),
+                     refused.eq((Cat(*[e != Error.NONE for e in self.err]) & hot).any())]
         ok = Signal(name="g_land_ok")
-        m.d.comb += [ok.eq(arrived & (err == Error.NONE) & ~self.blocked),
+        m.d.comb += [ok.eq(arrived & ~refused & ~self.blocked),
                      self.advance.eq(ok & (win != self.lastwin)),
-                     self.finish.eq(arrived & ((err != Error.NONE) | (ok & (win == self.lastwin))))]
+                     self.finish.eq(arrived & (refused | (ok & (win == self.lastwin))))]
         land = self.progress.land
         win_slots = Signal(W, name="g_win_slots")
         m.d.comb += win_slots.eq(mux_tree(win, [used[k * W:(k + 1) * W] for k in range(p.windows)]))

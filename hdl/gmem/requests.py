@@ -53,8 +53,8 @@ class FetchRequests(wiring.Component):
         and its twin's slots ``covered_twin``.
     beat_line, beat_ctx : Out
         The line and the context of this cycle's read beat.
-    inflight : Out(1)
-        The served context has bursts in flight.
+    inflight : Out(axi_contexts)
+        Per context: it has bursts in flight.
     """
 
     def __init__(self, params: Params):
@@ -68,7 +68,7 @@ class FetchRequests(wiring.Component):
             "arsize": Out(3), "arburst": Out(2),
             "r_fire": In(1), "rid": In(ids), "rlast": In(1),
             "ar": Out(1), "sel_ctx": Out(range(NC)), "covered": Out(R), "covered_twin": Out(R),
-            "beat_line": Out(lw), "beat_ctx": Out(range(NC)), "inflight": Out(1)})
+            "beat_line": Out(lw), "beat_ctx": Out(range(NC)), "inflight": Out(NC)})
 
     def elaborate(self, platform):
         m = Module()
@@ -151,7 +151,8 @@ class FetchRequests(wiring.Component):
                      self.arburst.eq(1),                                      # INCR
                      self.ar.eq(self.arvalid & self.arready),
                      self.beat_line.eq(mux_tree(self.rid, next_line)), self.beat_ctx.eq(mux_tree(self.rid, id_ctx)),
-                     self.inflight.eq(Cat(*[busy_ids[k] & (id_ctx[k] == self.cur) for k in range(n)]).any())]
+                     self.inflight.eq(Cat(*[Cat(*[busy_ids[k] & (id_ctx[k] == c) for k in range(n)]).any()
+                                            for c in range(self.params.axi_contexts)]))]
         with m.If(self.ar):
             m.d.sync += free_id.eq(Mux(free_id == n - 1, 0, free_id + 1))
         for k in range(n):

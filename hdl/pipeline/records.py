@@ -133,9 +133,10 @@ class TakeSignature(wiring.Signature):
     ``tail`` is free; ``take``: the pass leaves (into entry ``tail``); ``ok``: ... and the bank
     stage serves it (it was not refused); ``start``: the first ring block of its slots.
 
-    With paired passes (:attr:`~tensorlsu.hdl.params.Params.pair_passes`), ``pair``: the pass
-    is the first of a pair and leaves with the second, ``second_pass``, into entry
-    ``second_tail`` (the one after ``tail``) at ring block ``second_start``.
+    With paired passes (:attr:`~tensorlsu.hdl.params.Params.pair_passes`), ``pairs``: the
+    offered pass is the first of a pair (whether or not it leaves this cycle); ``pair``: it
+    leaves, with the second, ``second_pass``, into entry ``second_tail`` (the one after
+    ``tail``) at ring block ``second_start``.
     """
 
     def __init__(self, p: Params):
@@ -143,7 +144,7 @@ class TakeSignature(wiring.Signature):
                    "tail": Out(range(p.entries)), "take": Out(1), "ok": Out(1),
                    "start": Out(range(p.row_blocks))}
         if p.pair_passes:
-            members.update({"pair": Out(1), "second_pass": Out(pass_layout(p)),
+            members.update({"pairs": Out(1), "pair": Out(1), "second_pass": Out(pass_layout(p)),
                             "second_tail": Out(range(p.entries)), "second_start": Out(range(p.row_blocks))})
         super().__init__(members)
 

@@ -45,7 +45,8 @@ class ResultStage(wiring.Component):
     slot ``(8 · start + s) mod (8 · row_blocks)``. A load's beat leaves as soon as the rows it
     reads have landed: the slots the head's next beat reads (``need``) and the blocks its
     remaining beats read (``rest``) are kept per entry and decoded one beat ahead, so that the
-    result's valid is a comparison of registers. A pass's last beat also waits for the bank
+    result's valid is a register's bit (``ready``: the slots the entry's next beat reads are
+    in, computed as they land and as the beats move). A pass's last beat also waits for the bank
     stage to finish the pass (``progress.finished``: an h200 wmma.load may hold the banks
     after its reads), so that its cycle count is final. A store gives one completion beat once
     its rows are written; a refused instruction gives its beats at once, with the error and zero
@@ -106,6 +107,13 @@ class ResultStage(wiring.Component):
             m.d.comb += self._select_next[b].eq(self._select[b])
             m.d.sync += self._select[b].eq(self._select_next[b])
         self._landed = [Signal(R, name=f"e{b}_landed") for b in range(E)]
+        # the slots landing into each entry this cycle; an entry taken this cycle, and its
+        # first beat's slots
+        self._landing = [Signal(R, name=f"e{b}_landing") for b in range(E)]
+        self._taken = [Signal(name=f"e{b}_taken") for b in range(E)]
+        self._taken_need = [Signal(R, name=f"e{b}_taken_need") for b in range(E)]
+        # each entry's next beat has all its slots in (``landed`` covers ``need``), a register
+        self._ready = Signal(E, name="e_ready")
         self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(E)]
         self._finished = Signal(E, name="e_finished")
         # refused by a bus error: the entry is one pass of its instruction, not all of it
@@ -140,7 +148,8 @@ class ResultStage(wiring.Component):
                                          e[b].start.eq(start), self._landed[b].eq(0), self._cycles[b].eq(0),
                                          self._finished[b].eq(0), self._bus_err[b].eq(0),
                                          self._need[b].eq(c.need0), self._rest[b].eq(c.rest0)]
-                            m.d.comb += self._select_next[b].eq(first.select)
+                            m.d.comb += [self._select_next[b].eq(first.select), self._taken[b].eq(1),
+                                         self._taken_need[b].eq(c.need0)]
                             m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                          for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
         with m.If(tk.take & ~tk.pair if p.pair_passes else tk.take):
@@ -187,8 +196,8 @@ class ResultStage(wiring.Component):
                 m.d.sync += self._finished.bit_select(buf, 1).eq(1)
         # one statement per entry, so that neither source's landing overrides the other's
         for b in range(E):
-            m.d.sync += self._landed[b].eq(self._landed[b] | reduce(operator.or_, [Mux(buf == b, slots, 0)
-                                                                                 for buf, slots in landing]))
+            m.d.comb += self._landing[b].eq(reduce(operator.or_, [Mux(buf == b, slots, 0) for buf, slots in landing]))
+            m.d.sync += self._landed[b].eq(self._landed[b] | self._landing[b])
         with m.If(pr.finished & (pr.error != Error.NONE)):
             # refused after all (a global read's bus error): its beats give the error
             m.d.sync += self._bus_err.bit_select(pr.buf, 1).eq(1)
@@ -202,13 +211,11 @@ class ResultStage(wiring.Component):
         p = self.params
         R, NB = p.lanes, p.row_blocks
         h = Signal(entry_layout(p), name="e_h")
-        h_landed, h_cycles = Signal(R, name="e_h_landed"), Signal(CYCLE_BITS, name="e_h_cycles")
-        need, rest = Signal(R, name="e_h_need"), Signal(R // BLOCK, name="e_h_rest")
+        h_cycles, rest = Signal(CYCLE_BITS, name="e_h_cycles"), Signal(R // BLOCK, name="e_h_rest")
         with m.Switch(head):
             for b in range(p.entries):
                 with m.Case(b):
-                    m.d.comb += [h.eq(self._entries[b]), h_landed.eq(self._landed[b]),
-                                 h_cycles.eq(self._cycles[b]), need.eq(self._need[b]), rest.eq(self._rest[b])]
+                    m.d.comb += [h.eq(self._entries[b]), h_cycles.eq(self._cycles[b]), rest.eq(self._rest[b])]
         h_valid = Signal()
         m.d.comb += h_valid.eq(valid.bit_select(head, 1))
         beat = Signal(range(R + 1), name="e_beat")
@@ -254,7 +261,7 @@ class ResultStage(wiring.Component):
                 # the pass's last beat also waits for the bank stage to finish it (an h200
                 # wmma.load's cost may outlast its reads), so its cycle count is final
                 finished = self._finished.bit_select(head, 1)
-                m.d.comb += [self.result.valid.eq(((h_landed & need) == need) & (finished | (beat != h.pend))),
+                m.d.comb += [self.result.valid.eq(self._ready.bit_select(head, 1) & (finished | (beat != h.pend))),
                              res.data.eq(shuf.out), res.regs.eq(beat_regs),
                              res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == h.lastbeat),
                              entry_end.eq(beat == h.pend)]
@@ -275,6 +282,21 @@ class ResultStage(wiring.Component):
                 m.d.sync += [carry.eq(carry + h_cycles), inherited.eq(err)]
             with m.If(last):
                 m.d.sync += [beat.eq(0), carry.eq(0), inherited.eq(Error.NONE)]
+        self._ready_next(m, head, self.result.valid & self.result.ready & ~entry_end, need_next)
+
+    def _ready_next(self, m, head, moves, need_next):
+        """Each entry's ``ready`` for the next cycle: computed both for the slots its next beat
+        needs now and for those of the beat after (``need_next``, when it is the head and its
+        beat leaves: ``moves``), so that the beat's handshake only picks one; an entry taken
+        has nothing landed."""
+        for b in range(self.params.entries):
+            landed = self._landed[b] | self._landing[b]
+            covered_now = (landed & self._need[b]) == self._need[b]
+            covered_next = (landed & need_next) == need_next
+            with m.If(self._taken[b]):
+                m.d.sync += self._ready[b].eq(self._taken_need[b] == 0)
+            with m.Else():
+                m.d.sync += self._ready[b].eq(Mux(moves & (head == b), covered_next, covered_now))
 
     def _beat_regs(self, m, form, beat):
         """The registers beat ``beat`` of a load form carries: register ``beat``, or, in a

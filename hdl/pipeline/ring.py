@@ -134,44 +134,70 @@ class RowRing(wiring.Component):
                 with m.Case(b):
                     m.d.comb += nxt.eq(Mux(self.entries.valid[(b + 1) % E], blocks[(b + 1) % E], 0))
         # The next state of every register the check reads: each register takes it, and the
-        # check is made from it, so the go-ahead is a register too.
-        fill_buf_n = Signal.like(self.fill_buf)
-        blocks_n = [Signal.like(blocks[b], name=f"r_blocks{b}_next") for b in range(E)]
-        window_n = Signal(NB)
-        busy_n = Signal(NB)
-        m.d.comb += [fill_buf_n.eq(Mux(tk.ok, tk.tail, self.fill_buf)),
-                     window_n.eq(Mux(tk.ok, take_window, Mux(self.advance, self.window.rotate_left(wb),
-                                                               self.window))),
-                     # after the head's last beat the next head may read all of its blocks
-                     busy_n.eq(Mux(self.entries.end, nxt, self.entries.reading))]
+        # check is made from it, so the go-ahead is a register too. The head's last beat and
+        # the take are the cycle's last decisions (they wait on the result port and on the
+        # stages' finish): the check is made for each outcome of both, and they pick one at
+        # the register.
+        ents = self.entries
+        ok = tk.pass_.err == Error.NONE     # the head pass, if it leaves, is served
+        window_kept = Signal(NB, name="r_window_kept")
+        m.d.comb += window_kept.eq(Mux(self.advance, self.window.rotate_left(wb), self.window))
+        # as if the head entry ends: the next one is the head, and may read all of its blocks
+        head_after = Signal.like(ents.head, name="r_head_after")
+        m.d.comb += head_after.eq(Mux(ents.head == E - 1, 0, ents.head + 1))
+        ending = {False: (ents.head, ents.valid, ents.reading),
+                  True: (head_after, ents.valid & ~(1 << ents.head)[:E], nxt)}
+        # as if the head pass leaves: it fills entry ``tail`` (a refused one fills no block),
+        # the bank stage serves it (when not refused), and a pair's second fills the entry after
+        fill_buf_t = Signal.like(self.fill_buf, name="r_fill_buf_t")
+        window_t = Signal(NB, name="r_window_t")
+        blocks_t = [Signal(NB, name=f"r_blocks{b}_t") for b in range(E)]
+        set_t = Signal(E, name="r_set_t")
+        m.d.comb += [fill_buf_t.eq(Mux(ok, tk.tail, self.fill_buf)), window_t.eq(Mux(ok, take_window, window_kept)),
+                     set_t.eq(1 << tk.tail)]
         for b in range(E):
-            took = Mux(tk.take & (tk.tail == b), Mux(tk.pass_.err == Error.NONE, take_blocks, 0), blocks[b])
+            took = Mux(tk.tail == b, Mux(ok, take_blocks, 0), blocks[b])
             if p.pair_passes:
-                took = Mux(tk.pair & (tk.second_tail == b), second_blocks, took)
-            m.d.comb += blocks_n[b].eq(took)
+                took = Mux(tk.pairs & (tk.second_tail == b), second_blocks, took)
+            m.d.comb += blocks_t[b].eq(took)
+        if p.pair_passes:
+            m.d.comb += set_t.eq((1 << tk.tail) | Mux(tk.pairs, 1 << tk.second_tail, 0))
+            second_window = Signal(NB, name="r_second_window")
+            m.d.comb += self.second_window.eq(second_window)
+            second_buf_t = Mux(tk.pairs, tk.second_tail, self.second_buf)
+            second_window_t = Mux(tk.pairs, second_take_window, second_window)
+        taking = {False: (self.fill_buf, 0, blocks, window_kept), True: (fill_buf_t, set_t, blocks_t, window_t)}
+
+        def pick(values):
+            """The register's next value from the four outcomes ``values[take, end]``."""
+            return Mux(tk.take, Mux(ents.end, values[True, True], values[True, False]),
+                       Mux(ents.end, values[False, True], values[False, False]))
+        blocked, second_blocked = {}, {}
+        for took in (False, True):
+            fill_buf_n, set_n, blocks_n, window_n = taking[took]
+            for end in (False, True):
+                head_n, live, busy_n = ending[end]
+                blocked[took, end] = self.check(head_n, fill_buf_n, live | set_n, blocks_n, window_n, busy_n)
+                if p.pair_passes:
+                    # the second pass of a pair: one window, its whole pass (the bank stage's
+                    # window is a pass when passes are paired). The head may be the first pass
+                    # of the pair itself (the ring was empty): the ring does not follow its
+                    # reads (``busy``), so all of its blocks count
+                    head_blocks = Signal(NB, name=f"r_head_blocks_{int(took)}{int(end)}")
+                    with m.Switch(head_n):
+                        for b in range(E):
+                            with m.Case(b):
+                                m.d.comb += head_blocks.eq(blocks_n[b])
+                    second_blocked[took, end] = self.check(
+                        head_n, second_buf_t if took else self.second_buf, live | set_n, blocks_n,
+                        second_window_t if took else second_window, Mux(head_n == fill_buf_n, head_blocks, busy_n))
         window = Signal(NB, name="r_window")
         m.d.comb += self.window.eq(window)
-        m.d.sync += [window.eq(window_n), busy.eq(busy_n)] + [blocks[b].eq(blocks_n[b]) for b in range(E)]
-        m.d.sync += self.blocked.eq(self.check(self.entries.head_next, fill_buf_n, self.entries.valid_next,
-                                               blocks_n, window_n, busy_n))
+        m.d.sync += [window.eq(Mux(tk.take, window_t, window_kept)), busy.eq(Mux(ents.end, nxt, ents.reading)),
+                     self.blocked.eq(pick(blocked))]
+        with m.If(tk.take):
+            m.d.sync += [blocks[b].eq(blocks_t[b]) for b in range(E)]
         if p.pair_passes:
-            # the second pass of a pair: one window, its whole pass (the bank stage's window is
-            # a pass when passes are paired)
-            second_buf_n, second_window_n = Signal.like(self.second_buf), Signal(NB)
-            second_window = Signal(NB, name="r_second_window")
-            m.d.comb += [second_buf_n.eq(Mux(tk.pair, tk.second_tail, self.second_buf)),
-                         second_window_n.eq(Mux(tk.pair, second_take_window, second_window)),
-                         self.second_window.eq(second_window)]
-            # the head may be the first pass of the pair itself (the ring was empty): the ring
-            # does not follow its reads (``busy``), so all of its blocks count
-            head_blocks = Signal(NB)
-            with m.Switch(self.entries.head_next):
-                for b in range(E):
-                    with m.Case(b):
-                        m.d.comb += head_blocks.eq(blocks_n[b])
-            second_busy_n = Mux(self.entries.head_next == fill_buf_n, head_blocks, busy_n)
-            m.d.sync += [second_window.eq(second_window_n),
-                         self.second_blocked.eq(self.check(self.entries.head_next, second_buf_n,
-                                                           self.entries.valid_next, blocks_n, second_window_n,
-                                                           second_busy_n))]
+            m.d.sync += [second_window.eq(Mux(tk.pair, second_take_window, second_window)),
+                         self.second_blocked.eq(pick(second_blocked))]
         return m

@@ -80,10 +80,10 @@ class Take(wiring.Component):
             pair = Signal()             # the head is the first pass of a shared-memory pair
             m.d.comb += [pair.eq(ok & c.load & c.wmma & ~c.final & ~pop.payload.glob),
                          room.eq(~pair | (self.second.valid & self.second_free)),
-                         tk.pair.eq(tk.take & pair), self.second.ready.eq(tk.pair),
+                         tk.pairs.eq(pair), tk.pair.eq(tk.take & pair), self.second.ready.eq(tk.pair),
                          tk.second_pass.eq(self.second.payload), tk.second_tail.eq(self.second_tail),
                          tk.second_start.eq(self.second_start)]
-            names += ("pair", "second_pass", "second_tail", "second_start")
+            names += ("pairs", "pair", "second_pass", "second_tail", "second_start")
         else:
             m.d.comb += room.eq(1)
         for out, glob in ((self.shared, 0), (self.global_, 1)):

@@ -73,10 +73,12 @@ class StoreOwed(wiring.Component):
                      from_ahead.eq(self.beat & self.ahead),
                      from_behind.eq(self.beat & ~self.ahead & self.behind & ~self.wants),
                      self.room.eq(ahead + behind <= OWED_BEATS - MAX_STORE_BEATS)]
-        left_ahead = ahead - from_ahead
-        left_behind = behind - from_behind + Mux(self.refused, self.refused_beats, 0)
+        left_ahead, left_behind = ahead - from_ahead, behind - from_behind
+        # the take is the cycle's last decision: the sums do not wait for it, it picks one
         with m.If(self.taken):
             m.d.sync += [ahead.eq(left_ahead + left_behind), behind.eq(0)]
+        with m.Elif(self.refused):
+            m.d.sync += [ahead.eq(left_ahead), behind.eq(left_behind + self.refused_beats)]
         with m.Else():
             m.d.sync += [ahead.eq(left_ahead), behind.eq(left_behind)]
         return m

@@ -149,6 +149,11 @@ class BankStage(wiring.Component):
                          s["cost"].eq(tk.pass_.cost), s["final"].eq(c.final),
                          s["recv"].eq(self.store.valid & pre),
                          s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
+        # the wide registers (the rows and their comparisons) load whenever the stage may take
+        # a pass, taken or not: their enable waits on the stage's own finish, not on the take
+        # (what they hold while no pass is served is never read)
+        with m.If(self.free):
+            c = tk.pass_.consts
             m.d.sync += [s["addr"][i].eq(tk.pass_.addr[i]) for i in range(R)]
             if p.precompare:
                 tsq, tsl = self._pairs(tk.pass_.addr[:W])
@@ -219,11 +224,11 @@ class BankStage(wiring.Component):
         # the last window is served; the pass ends unless its cost is not yet spent: the banks
         # then stay the instruction's, one idle cycle at a time, until it is
         last_done = Signal(name="f_last_done")
-        short = Signal(name="f_short")          # the cost is not spent, not counting this cycle
+        # the cost not spent, not counting this cycle (``short``), or counting it (``short1``)
+        short, short1 = self._cost_left(m)
         m.d.comb += [last_done.eq(s["valid"] & all_recv & (s["win"] == s["lastwin"]) & s["done"]),
-                     short.eq(s["spent"] < s["cost"]),
                      s["count"].eq(s["granted"] | (last_done & short)),
-                     s["finish"].eq(last_done & (s["spent"] + s["count"] >= s["cost"]))]
+                     s["finish"].eq(last_done & ~Mux(s["count"], short1, short))]
         with m.If(self.advance):
             m.d.sync += s["win"].eq(s["win"] + 1)
             m.d.sync += [addr[i].eq(addr[i + W]) for i in range(R - W)]
@@ -239,6 +244,22 @@ class BankStage(wiring.Component):
                 with m.If(s["ok"]):
                     m.d.sync += s["clash"].eq(self._clash(pending[:W] & ~xbar.served, s["same_quad"],
                                                           s["same_line"]))
+
+    def _cost_left(self, m):
+        """``spent < cost`` and ``spent + 1 < cost`` as registers, so that no adder or
+        comparator lies between the window's end and the finish: each is computed for every
+        value ``spent`` and ``cost`` may take next, and the cycle's decisions pick one."""
+        s, tk = self._s, self.take
+        spent, cost = s["spent"], s["cost"]
+        short, short1 = Signal(name="f_short"), Signal(name="f_short1")
+
+        def ahead(c):
+            # (spent_next < c, spent_next + 1 < c) as spent restarts, counts or stays
+            restart = Cat(c > 0, c > 1)
+            counted = Cat(spent + 1 < c, spent + 2 < c)
+            return Mux(s["finish"] & s["final"], restart, Mux(s["count"], counted, Cat(spent < c, spent + 1 < c)))
+        m.d.sync += Cat(short, short1).eq(Mux(tk.ok, ahead(tk.pass_.cost), ahead(cost)))
+        return short, short1
 
     # -- the banks ---------------------------------------------------------------------------
     def _banks(self, m, xbar, second):

@@ -144,6 +144,7 @@ def test_a_pair_is_placed_together_and_each_pass_has_its_go_ahead():
             ctx.set(dut.entries.valid, (1 << (tail + 1)) - 1)
         ctx.set(dut.entries.reading, 0b1111)            # the head reads all of its blocks
         _take(ctx, dut, tail=3, blocks=4, align=3)
+        ctx.set(tk.pairs, 1)
         ctx.set(tk.pair, 1)
         ctx.set(tk.second_tail, 4)
         ctx.set(tk.second_pass.consts.load, 1)
@@ -152,7 +153,7 @@ def test_a_pair_is_placed_together_and_each_pass_has_its_go_ahead():
         ctx.set(dut.entries.valid_next, 0b11111)
         starts.append((ctx.get(dut.start), ctx.get(dut.second_start)))
         await ctx.tick()
-        for s in (tk.take, tk.ok, tk.pair):
+        for s in (tk.take, tk.ok, tk.pairs, tk.pair):
             ctx.set(s, 0)
         ctx.set(dut.entries.valid, 0b11111)
         ctx.set(dut.fill_buf, 3)
