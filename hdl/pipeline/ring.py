@@ -153,14 +153,15 @@ class RowRing(wiring.Component):
         window_t = Signal(NB, name="r_window_t")
         blocks_t = [Signal(NB, name=f"r_blocks{b}_t") for b in range(E)]
         set_t = Signal(E, name="r_set_t")
-        m.d.comb += [fill_buf_t.eq(Mux(ok, tk.tail, self.fill_buf)), window_t.eq(Mux(ok, take_window, window_kept)),
-                     set_t.eq(1 << tk.tail)]
+        m.d.comb += [fill_buf_t.eq(Mux(ok, tk.tail, self.fill_buf)), window_t.eq(Mux(ok, take_window, window_kept))]
         for b in range(E):
             took = Mux(tk.tail == b, Mux(ok, take_blocks, 0), blocks[b])
             if p.pair_passes:
                 took = Mux(tk.pairs & (tk.second_tail == b), second_blocks, took)
             m.d.comb += blocks_t[b].eq(took)
-        if p.pair_passes:
+        if not p.pair_passes:
+            m.d.comb += set_t.eq(1 << tk.tail)
+        else:
             m.d.comb += set_t.eq((1 << tk.tail) | Mux(tk.pairs, 1 << tk.second_tail, 0))
             second_window = Signal(NB, name="r_second_window")
             m.d.comb += self.second_window.eq(second_window)
