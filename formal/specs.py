@@ -432,6 +432,12 @@ class PassQueueOrder(Elaboratable):
                                    "each held pass has its place in the order")
                 with m.If(e.form == tag):
                     m.d.comb += Assert(Value.cast(e) == tracked, "a held pass is unchanged")
+        for k, copy in enumerate(st["heads"]):
+            at = (st["rp"] + k)[:len(st["rp"])]
+            with m.If(st["valid"].bit_select(at, 1)):
+                # invariant: the head's copy is the entry at the read pointer (its fast part)
+                m.d.comb += Assert(copy == Value.cast(Mux(at, st["entries"][1], st["entries"][0]))[:len(copy)],
+                                   "the head's copy is the entry it copies")
         with m.If(st["valid"].all()):
             m.d.comb += Assert(st["wp"] == st["rp"], "a full queue's pointers meet")
         with m.Elif(st["valid"].any()):

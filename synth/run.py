@@ -73,7 +73,7 @@ def blocks(policy: str):
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
         "unit": lambda: LoadStoreUnit(p),
-        # the global fetch stage (AXI4 read port, 512-bit data, two 32-slot contexts), and the
+        # the global fetch stage (AXI4 read port, 512-bit data, four 32-slot contexts), and the
         # same built to hide a few hundred clocks of memory latency (32 contexts)
         "fetch": lambda: GlobalFetch(p),
         "fetch_deep": lambda: GlobalFetch(replace(p, **DEEP_GLOBAL_PORT)),
@@ -352,7 +352,8 @@ def asic_markdown(rows) -> str:
             "ideal clock (no clock tree, no skew); fakeram7's macro areas and timings are placeholders of a "
             "plausible size, not a foundry's. Nets with more than "
             f"{asic.MAX_FANOUT} sinks are buffered before timing ({asic.BUFFER}); gates are sized by ABC's "
-            "own load model, flip-flops start on the smallest cell and those that start a late path take "
+            "own load model, except that a gate driving a macro input takes its strongest drive (a macro is "
+            "a black box to ABC), flip-flops start on the smallest cell and those that start a late path take "
             "the x3 cell (one pass, no timing-driven resizer); no hold fixing.\n\n")
     table = ("| block | policy | from | logic | flip-flops | SRAM macros | total | FFs | macros | "
              "Fmax reg-reg (MHz) | Fmax with ports | worst register-to-register path | worst port path |\n"

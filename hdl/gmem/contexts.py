@@ -80,7 +80,7 @@ class FetchContexts(wiring.Component):
         lb, lw = line_bits(p)
         super().__init__({
             "enter": In(1), "admit": In(1), "pass_": In(pass_layout(p)), "free": In(1), "cur": In(range(C)),
-            "room": Out(1), "alloc": Out(range(2 * C)),
+            "room": Out(1), "alloc": Out(range(2 * C)), "admit_twin": Out(1),
             "filling": In(1), "filled": In(R), "fill_ctx": In(range(C)), "fill_resp": In(2),
             "ar": In(1), "sel_ctx": In(range(C)), "covered": In(R), "covered_twin": In(R), "fill_twin": In(R),
             "used": Out(R).array(C), "pending": Out(R).array(C), "got": Out(R).array(C),
@@ -107,6 +107,7 @@ class FetchContexts(wiring.Component):
         first_of_two = Signal(name="g_first_of_two")
         with m.If(self.enter):
             m.d.sync += first_of_two.eq(self.admit & consts.lastpass & ~consts.final)
+        m.d.comb += self.admit_twin.eq(consts.lastpass & consts.final & first_of_two)
         bad = self.fill_resp >= AxiResp.SLVERR
         refusal = Mux(self.fill_resp == AxiResp.DECERR, Error.DECERR, Error.SLVERR)
         for c in range(C):

@@ -27,7 +27,7 @@ class GlobalFetch(wiring.Component):
     in the upper half of its row, which lands with its halves swapped, as from the banks).
 
     - **Requests** (:class:`~tensorlsu.hdl.gmem.requests.FetchRequests`). The lowest slot not
-      yet requested names a data-width line (registered: a request every other cycle at most);
+      yet requested names a data-width line (three steps: a request every other cycle at most);
       the burst takes that line and the following ones (up to ``axi_burst``, never across 4 KiB)
       while each holds a slot not yet requested, and marks every slot in them requested. So
       every line the pass touches is read exactly once, in INCR bursts of full-width beats, one
@@ -51,7 +51,7 @@ class GlobalFetch(wiring.Component):
       refused pass lands nothing and finishes with its error (``progress.error``), so that its
       beats leave with the error and no data.
 
-    Latency: a pass's first request leaves two cycles after it enters the pass queue at the
+    Latency: a pass's first request leaves three cycles after it enters the pass queue at the
     earliest (behind the requests of the passes before it); a pass finishes the cycle its
     last window lands, three cycles after its last beat moves at the earliest. ``progress.count`` is 0:
     a global pass occupies no bank.
@@ -103,6 +103,8 @@ class GlobalFetch(wiring.Component):
                      rows.beat_line.eq(req.beat_line), rows.beat_ctx.eq(req.beat_ctx),
                      rows.cur.eq(cur), rows.win.eq(land.win)]
         admit = self.enter & self.enter_pass.glob & (self.enter_pass.err == Error.NONE)
+        m.d.comb += [req.admit.eq(admit), req.admit_pass.eq(self.enter_pass),
+                     req.admit_twin.eq(ctx.admit_twin)]
         m.d.comb += [ctx.enter.eq(self.enter), ctx.admit.eq(admit), ctx.pass_.eq(self.enter_pass),
                      ctx.free.eq(land.finish), ctx.covered_twin.eq(req.covered_twin), ctx.fill_twin.eq(rows.fill_twin),
                      ctx.cur.eq(cur), self.room.eq(ctx.room),

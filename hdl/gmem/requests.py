@@ -6,9 +6,10 @@ from amaranth import C, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.lowest import lowest
+from ..lib.lowest import lowest_value
 from ..lib.mux import mux_tree
 from ..params import Params
+from ..pipeline.records import pass_layout
 from .axi import AXI_PAGE, line_bits
 
 __all__ = ["FetchRequests"]
@@ -18,25 +19,37 @@ class FetchRequests(wiring.Component):
     """Read requests of the global fetch stage, prefix ``g_``: the contexts' slots in ring
     order, from the served pass's on (the oldest first).
 
-    Two steps, so that no loop closes within a cycle: the lowest slot of context ``rq`` not
-    yet requested names the burst's first line (a register, ``sel``); from it the burst (that
-    line and the following ones while each holds a slot not yet requested, at most
-    ``axi_burst``, never across 4 KiB) and the slots it covers are decided, and the request
-    leaves; it also covers the slots of context ``rq``'s twin (the next context, holding the
-    instruction's second pass) that are in its lines and not yet requested (``covered_twin``).
-    The next line is chosen the cycle after; once context ``rq`` has nothing left to
-    request, ``rq`` moves to the next context, unless that is the one the next pass takes
-    (``alloc``). Ids are used in turn (the next one a register, so the request's payload
-    holds while it waits); each id remembers its context and the line its next beat brings.
+    Three steps, so that no loop closes within a cycle:
 
-    Latency: a request leaves two cycles after its slots become pending at the earliest, then
-    every other cycle at most; moving to the next context takes a cycle.
+    - **S** chooses the burst's first line: that of the lowest slot of context ``rq`` not yet
+      requested (``cand``, a copy of the context's marks, so the choice starts from a register).
+    - **N** compares every slot of context ``rq``, and of its twin (the next context, holding
+      the instruction's second pass, counted from the cycle it is admitted), with that line: on
+      its 4 KiB page and at most ``axi_burst - 1`` lines after it (registered: ``near``,
+      ``dist``). N runs again each cycle B waits.
+    - **B** decides the burst: that line and the following ones while each holds a near slot
+      (at most ``axi_burst``, never across 4 KiB), and the slots in them (``covered``,
+      ``covered_twin``); the request leaves, marking them requested.
+
+    S chooses the next line in the cycle B's request leaves, from the slots not near B's line:
+    those are the slots not covered unless a line inside the burst's reach breaks the run (a
+    gap), and then S waits a cycle for the marks. Once context ``rq`` has nothing left, ``rq``
+    moves to the next context, unless that is the one the next pass takes (``alloc``). Ids
+    are used in turn (the next one a register, so the request's payload holds while it waits);
+    each id remembers its context and the line its next beat brings.
+
+    Latency: a request leaves three cycles after its slots become pending at the earliest,
+    then every other cycle at most (a gap costs a cycle more); moving to the next context takes
+    a cycle.
 
     Members
     -------
     alloc : In(range(2 * axi_contexts))
         Passes admitted, modulo twice the contexts (``rq`` counts the passes whose requests
         are all out, the same way): the contexts from ``rq`` up to ``alloc`` hold passes.
+    admit, admit_pass, admit_twin : In
+        A pass is admitted into context ``alloc`` this cycle; the pass; it is the twin of the
+        pass before.
     cur : In(range(axi_contexts))
         The served context.
     pending : In(lanes).array(axi_contexts)
@@ -62,7 +75,7 @@ class FetchRequests(wiring.Component):
         lb, lw = line_bits(p)
         R, NC, ids = p.lanes, p.axi_contexts, p.axi_id_bits
         super().__init__({
-            "alloc": In(range(2 * NC)), "cur": In(range(NC)),
+            "alloc": In(range(2 * NC)), "admit": In(1), "admit_pass": In(pass_layout(p)), "admit_twin": In(1), "cur": In(range(NC)),
             "pending": In(R).array(NC), "line": In(lw).array(NC, R), "twin": In(1).array(NC),
             "arready": In(1), "arvalid": Out(1), "arid": Out(ids), "araddr": Out(32), "arlen": Out(8),
             "arsize": Out(3), "arburst": Out(2),
@@ -75,73 +88,102 @@ class FetchRequests(wiring.Component):
         p, R = self.params, self.params.lanes
         lb, lw = line_bits(p)
         page_lines = AXI_PAGE // (p.axi_data_bits // 8)
+        pb = (page_lines - 1).bit_length()         # a line's place in its page
+        near_bits = (p.axi_burst - 1).bit_length()
         NC = p.axi_contexts
         pending, line = self.pending, self.line
-        # the candidate: context rq's lowest slot not yet requested
-        rq = Signal(range(2 * NC), name="g_rq")
+        rq = Signal(range(2 * NC), name="g_rq")    # the candidate context
         at = rq[:(NC - 1).bit_length()]
-        rq_pending = Signal(R, name="g_rq_pending")
-        m.d.comb += rq_pending.eq(mux_tree(at, list(pending)))
-        rq_line = [Signal(lw, name=f"g_rq_line{s}") for s in range(R)]
-        m.d.comb += [rq_line[s].eq(mux_tree(at, [line[c][s] for c in range(NC)])) for s in range(R)]
-        any_pending, first = lowest([rq_pending[s] for s in range(R)])
+        nxt = Signal(range(2 * NC), name="g_rq_next", init=1)   # rq + 1, a register of its own
+        nat = nxt[:(NC - 1).bit_length()]
         behind = Signal(name="g_rq_behind")        # context rq holds a pass still requesting
         m.d.comb += behind.eq(rq != self.alloc)
-        # the selected line is always context rq's: rq moves only while no line is selected
-        sel_valid, sel_ctx, req_line = Signal(name="g_sel_valid"), self.sel_ctx, Signal(lw, name="g_sel_line")
-        # each slot's distance in lines from the burst's first: a burst stays on its first
-        # line's 4 KiB page, so only a slot on that page can be in it, and the distance is a
-        # subtraction of the lines' places in the page (short, off the slot's whole line)
-        pb = (page_lines - 1).bit_length()
-        near_bits = (p.axi_burst - 1).bit_length()
-        dist = [Signal(pb + 1, name=f"g_dist{s}") for s in range(R)]
-        near = Signal(R, name="g_near")             # pending, on the page, within a burst's reach
-        for s in range(R):
-            slot_line = rq_line[s]
-            m.d.comb += [dist[s].eq(slot_line[:pb] - req_line[:pb]),
-                         near[s].eq(rq_pending[s] & (slot_line[pb:] == req_line[pb:]) & (dist[s][near_bits:] == 0))]
-        # the twin's slots in the burst's reach: the next context, once it holds a pass (it
-        # took one since rq did) that is the second of rq's instruction
-        nxt = Signal(range(2 * NC), name="g_rq_next")
-        m.d.comb += nxt.eq(rq + 1)
-        nat = nxt[:(NC - 1).bit_length()]
-        has_twin = Signal(name="g_has_twin")
-        m.d.comb += has_twin.eq((nxt != self.alloc) & mux_tree(nat, list(self.twin)))
-        twin_pending = Signal(R, name="g_twin_pending")
-        m.d.comb += twin_pending.eq(Mux(has_twin, mux_tree(nat, list(pending)), 0))
-        twin_dist = [Signal(pb + 1, name=f"g_twin_dist{s}") for s in range(R)]
-        twin_near = Signal(R, name="g_twin_near")
-        for s in range(R):
-            slot_line = mux_tree(nat, [line[c][s] for c in range(NC)])
-            m.d.comb += [twin_dist[s].eq(slot_line[:pb] - req_line[:pb]),
-                         twin_near[s].eq(twin_pending[s] & (slot_line[pb:] == req_line[pb:])
-                                         & (twin_dist[s][near_bits:] == 0))]
-        holds = [Signal(name=f"g_holds{j}") for j in range(p.axi_burst)]
+        rq_line = [Signal(lw, name=f"g_rq_line{s}") for s in range(R)]
+        twin_line = [Signal(lw, name=f"g_twin_line{s}") for s in range(R)]
+        m.d.comb += [rq_line[s].eq(mux_tree(at, [line[c][s] for c in range(NC)])) for s in range(R)]
+        # context rq's slots not yet requested, a copy of its `pending`: S starts from a
+        # register rather than behind rq's multiplexers
+        cand = Signal(R, name="g_cand")
+        admit_here = self.admit & (self.alloc[:(NC - 1).bit_length()] == at)
+        admit_next = self.admit & (self.alloc[:(NC - 1).bit_length()] == nat)
+        m.d.comb += [twin_line[s].eq(Mux(admit_next, self.admit_pass.addr[s][lb:],
+                                         mux_tree(nat, [line[c][s] for c in range(NC)]))) for s in range(R)]
+        n_valid = Signal(name="g_n_valid")         # N holds S's line
+        b_valid = Signal(name="g_b_valid")         # B holds a burst
+        req_line = Signal(lw, name="g_sel_line")   # S's choice, read by N and B
+
+        # B: the burst, from N's registers
+        near, twin_near = Signal(R, name="g_near"), Signal(R, name="g_twin_near")
+        dist = [Signal(near_bits, name=f"g_dist{s}") for s in range(R)]
+        twin_dist = [Signal(near_bits, name=f"g_twin_dist{s}") for s in range(R)]
+        on_page = Signal(p.axi_burst, name="g_on_page")   # line req_line + j is on its page
+        holds = Signal(p.axi_burst, name="g_holds")       # line req_line + j has a near slot
+        run = Signal(p.axi_burst, name="g_run")           # lines req_line .. + j all hold
         for j in range(p.axi_burst):
-            same_page = C(1, 1) if j == 0 else ((req_line + j)[pb:] == req_line[pb:])
-            m.d.comb += holds[j].eq(same_page & Cat(*[near[s] & (dist[s][:near_bits] == j) for s in range(R)]).any())
-        beats = Signal(range(p.axi_burst + 1), name="g_req_beats")   # leading run of `holds`
-        run = C(1, 1)
-        for j in range(p.axi_burst):
-            run = run & holds[j]
-            with m.If(run):
-                m.d.comb += beats.eq(j + 1)
-        m.d.comb += [self.covered.eq(Cat(*[near[s] & (dist[s][:near_bits] < beats) for s in range(R)])),
-                     self.covered_twin.eq(Cat(*[twin_near[s] & (twin_dist[s][:near_bits] < beats)
+            m.d.comb += [holds[j].eq(on_page[j] & Cat(*[near[s] & (dist[s] == j) for s in range(R)]).any()),
+                         run[j].eq(holds[j] if j == 0 else run[j - 1] & holds[j])]
+        beats = Signal(range(p.axi_burst + 1), name="g_req_beats")
+        m.d.comb += beats.eq(sum(run[j] for j in range(p.axi_burst)))
+        gap = Signal(name="g_gap")                 # a line beyond the run holds a near slot
+        m.d.comb += gap.eq((holds & ~run).any())
+        m.d.comb += [self.covered.eq(Cat(*[near[s] & run.bit_select(dist[s], 1) for s in range(R)])),
+                     self.covered_twin.eq(Cat(*[twin_near[s] & run.bit_select(twin_dist[s], 1)
                                                 for s in range(R)]))]
-        self._ids(m, sel_valid, req_line, beats, lb)
-        with m.If(self.ar):
-            m.d.sync += sel_valid.eq(0)
-        with m.Elif(~sel_valid & behind & any_pending):
-            m.d.sync += [sel_valid.eq(1), req_line.eq(mux_tree(first, rq_line))]
-        with m.Elif(~sel_valid & behind):
-            m.d.sync += rq.eq(rq + 1)
-        m.d.comb += sel_ctx.eq(at)
+        self._ids(m, b_valid, req_line, beats, lb)
+
+        # S: the lowest slot not yet requested names the burst's first line. While B leaves, its
+        # near slots are left out: they are the ones it covers unless it has a gap, and then S
+        # waits for B's marks.
+        avail = Signal(R, name="g_avail")
+        m.d.comb += avail.eq(cand & ~Mux(b_valid, near, 0))
+        first_line = Signal(lw, name="g_first_line")
+        m.d.comb += first_line.eq(lowest_value([avail[s] for s in range(R)], rq_line)[1])
+        s_free = Signal(name="g_s_free")
+        m.d.comb += s_free.eq(~n_valid & (~b_valid | (self.ar & ~gap)))
+        select, move = Signal(name="g_select"), Signal(name="g_move")
+        m.d.comb += [select.eq(s_free & behind & avail.any()), move.eq(s_free & behind & ~avail.any())]
+        with m.If(select):
+            m.d.sync += req_line.eq(first_line)
+        m.d.sync += [n_valid.eq(select), b_valid.eq(n_valid | (b_valid & ~self.ar))]
+        # the copy follows context rq's marks: B's requests, a pass admitted into it, a move
+        # to the next context (whose twin slots B may be covering this cycle)
+        with m.If(move):
+            m.d.sync += [rq.eq(nxt), nxt.eq(nxt + 1),
+                         cand.eq(Mux(admit_next, self.admit_pass.consts.used,
+                                     mux_tree(nat, list(pending)) & ~Mux(self.ar, self.covered_twin, 0)))]
+        with m.Elif(admit_here):
+            m.d.sync += cand.eq(self.admit_pass.consts.used)
+        with m.Elif(self.ar):
+            m.d.sync += cand.eq(cand & ~self.covered)
+
+        # N: each slot of context rq, and of its twin (the next context, once it holds a pass
+        # that is the second of rq's instruction), against the chosen line: on its page and
+        # within a burst's reach of it
+        # N runs again while B waits for an id or the channel: a twin may enter meanwhile
+        n_again = Signal(name="g_n_again")
+        m.d.comb += n_again.eq(n_valid | (b_valid & ~self.ar))
+        has_twin = Signal(name="g_has_twin")
+        twin_pending = Signal(R, name="g_twin_pending")
+        # (its twin admitted this cycle counts: B leaves as early as next cycle)
+        m.d.comb += [has_twin.eq(Mux(admit_next, self.admit_twin, (nxt != self.alloc) & mux_tree(nat, list(self.twin)))),
+                     twin_pending.eq(Mux(has_twin, Mux(admit_next, self.admit_pass.consts.used,
+                                                       mux_tree(nat, list(pending))), 0))]
+        for slots, lines, near_r, dist_r in ((cand, rq_line, near, dist), (twin_pending, twin_line, twin_near, twin_dist)):
+            for s in range(R):
+                d = Signal(pb + 1, name=f"{near_r.name}_d{s}")
+                m.d.comb += d.eq(lines[s][:pb] - req_line[:pb])
+                with m.If(n_again):
+                    m.d.sync += [near_r[s].eq(slots[s] & (lines[s][pb:] == req_line[pb:]) & (d[near_bits:] == 0)),
+                                 dist_r[s].eq(d[:near_bits])]
+        with m.If(n_again):
+            m.d.sync += on_page.eq(Cat(*[req_line[:pb] <= page_lines - 1 - j for j in range(p.axi_burst)]))
+        m.d.comb += self.sel_ctx.eq(at)
         return m
 
     def _ids(self, m, sel_valid, req_line, beats, lb):
         """The ids in turn, what each one's next beat brings, and the request on the channel."""
         n = self.params.axi_outstanding
+        pb = (AXI_PAGE // (self.params.axi_data_bits // 8) - 1).bit_length()
         busy_ids = Signal(n, name="g_busy_ids")
         id_ctx = [Signal(range(self.params.axi_contexts), name=f"g_id{k}_ctx") for k in range(n)]
         next_line = [Signal(len(self.beat_line), name=f"g_id{k}_line") for k in range(n)]
@@ -157,7 +199,8 @@ class FetchRequests(wiring.Component):
             m.d.sync += free_id.eq(Mux(free_id == n - 1, 0, free_id + 1))
         for k in range(n):
             with m.If(self.r_fire & (self.rid == k)):
-                m.d.sync += next_line[k].eq(next_line[k] + 1)
+                # a burst stays on its 4 KiB page: only the line's place in the page counts up
+                m.d.sync += next_line[k][:pb].eq(next_line[k][:pb] + 1)
             with m.If(self.ar & (free_id == k)):
                 m.d.sync += [next_line[k].eq(req_line), id_ctx[k].eq(self.sel_ctx)]
         release = Signal(n)

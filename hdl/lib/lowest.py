@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from amaranth import C, Cat, Mux
 
-__all__ = ["lowest", "two_or_more"]
+__all__ = ["lowest", "lowest_value", "two_or_more"]
 
 
 def lowest(bits: list) -> tuple:
@@ -19,6 +19,20 @@ def lowest(bits: list) -> tuple:
     lo_any, lo_idx = lowest(bits[:half])
     hi_any, hi_idx = lowest(bits[half:])
     return lo_any | hi_any, Cat(Mux(lo_any, lo_idx, hi_idx), ~lo_any)
+
+
+def lowest_value(bits: list, values: list) -> tuple:
+    """``(any, value)``: ``values[i]`` of the lowest set bit ``i`` of ``bits`` (0 when none),
+    as a binary tree of two-way multiplexers, each picking its low half when that has a set
+    bit: log2(n) levels behind the halves' ORs, not an OR chain of n terms."""
+    if len(bits) != len(values):
+        raise ValueError(f"{len(bits)} bits but {len(values)} values")
+    if len(bits) == 1:
+        return bits[0], Mux(bits[0], values[0], 0)
+    half = len(bits) // 2
+    lo_any, lo_val = lowest_value(bits[:half], values[:half])
+    hi_any, hi_val = lowest_value(bits[half:], values[half:])
+    return lo_any | hi_any, Mux(lo_any, lo_val, hi_val)
 
 
 def two_or_more(bits: list):

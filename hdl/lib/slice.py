@@ -39,10 +39,14 @@ class StreamSlice(wiring.Component):
         m = Module()
         main, skid, main_valid, skid_valid = self.main, self.skid, self.main_valid, self.skid_valid
         m.d.comb += [self.o.payload.eq(main), self.o.valid.eq(main_valid), self.i.ready.eq(~skid_valid)]
+        # an empty skid copies the input whatever the output does (it counts only once
+        # skid_valid is set): its wide enable waits on no ready
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(self.i.payload)
         with m.If(~main_valid | self.o.ready):
             # the output takes the held beat first, else the input's
             m.d.sync += [main.eq(Mux(skid_valid, skid, self.i.payload)),
                          main_valid.eq(skid_valid | self.i.valid), skid_valid.eq(0)]
         with m.Elif(self.i.valid & ~skid_valid):
-            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+            m.d.sync += skid_valid.eq(1)
         return m

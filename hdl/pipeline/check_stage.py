@@ -51,7 +51,8 @@ class CheckStage(wiring.Component):
       shared memory in force, every row's alignment and range (a row is outside when its
       index reaches either the port's size or the unit's: the smaller of the two), the wmma
       stride in bytes and its checks, the state space and the matrix address resolved.
-    - **K2**: the span of a wmma.load's lines (stride × (lines − 1)) and the room its address
+    - **K2**: the span of a wmma.load's lines (stride × lines − stride: K1 shifts the stride
+      both ways, so this is one subtraction) and the room its address
       leaves (the limit less the address and a line), and every error but the last range
       verdict, which is one comparison of the two (``span > room``) on the output, so the
       accept stage registers it.
@@ -96,7 +97,7 @@ class CheckStage(wiring.Component):
             "instr": instr_layout(p), "first": consts_layout(p), "second": consts_layout(p),
             "size": range(p.smem_bytes + 1), "unknown": 1, "rows_misaligned": 1, "rows_outside": 1,
             "wm_unsupported": 1, "wm_misaligned": 1, "wm_stride": 1, "huge": 1, "below": 1,
-            "stride_bytes": sw, "lg_lines": range(6), "line_bytes": range(129), "glob": 1, "base": 32}),
+            "stride_bytes": sw, "stride_lines": sw + 6, "line_bytes": range(129), "glob": 1, "base": 32}),
             name="k1", reset_less=True)
         k2 = Signal(data.StructLayout({
             "instr": instr_layout(p), "first": consts_layout(p), "second": consts_layout(p),
@@ -130,7 +131,7 @@ class CheckStage(wiring.Component):
 
         # --- K2 ---------------------------------------------------------------------------
         with m.If(k1_move):
-            span = (k1.stride_bytes << k1.lg_lines) - k1.stride_bytes
+            span = k1.stride_lines - k1.stride_bytes
             # the limit as a signed value (one bit more), so the room may go below zero
             limit = Cat(Mux(k1.glob, C(p.global_base + p.global_bytes, 33), k1.size), C(0, 1)).as_signed()
             m.d.sync += [k2.instr.eq(k1.instr), k2.first.eq(k1.first), k2.second.eq(k1.second),
@@ -155,6 +156,7 @@ class CheckStage(wiring.Component):
         checks, the address's alignment, its state space and the matrix address resolved."""
         p = self.params
         wm_lg_bits = Signal(range(7))       # log2 of the element width
+        wm_lg_span = Signal(range(12))      # ... plus log2 of the lines
         wm_least = Signal(range(129))       # the leading dimension: the least stride
         wm_grain = Signal(8)                # the stride is a multiple of this + 1
         with m.Switch(ip.form):
@@ -162,12 +164,14 @@ class CheckStage(wiring.Component):
                 if inf.wmma:
                     with m.Case(f):
                         m.d.comb += [wm_lg_bits.eq(inf.bits.bit_length() - 1),
-                                     nxt.lg_lines.eq(inf.lines.bit_length() - 1),
+                                     wm_lg_span.eq(inf.bits.bit_length() - 1 + inf.lines.bit_length() - 1),
                                      nxt.line_bytes.eq(inf.line_bytes), wm_least.eq(inf.least),
                                      wm_grain.eq(inf.stride_grain - 1)]
         stride_full = Signal(len(ip.stride) + 3)
+        # the stride in bytes, and times the lines (each one shift from the port: K2 then has
+        # one subtraction for the span); only a stride that fits sw bits is used
         m.d.comb += [stride_full.eq((ip.stride << wm_lg_bits) >> 3), nxt.huge.eq(stride_full[sw:].any()),
-                     nxt.stride_bytes.eq(stride_full[:sw])]
+                     nxt.stride_bytes.eq(stride_full[:sw]), nxt.stride_lines.eq((ip.stride << wm_lg_span) >> 3)]
         # the state space: a generic address inside the shared window is its offset there
         addr = ip.addr[0]
         in_window = Signal()

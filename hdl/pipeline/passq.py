@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -52,29 +52,50 @@ class PassQueue(wiring.Component):
                           "hold": In(1), "busy": Out(1),
                           **({"second": Out(stream.Signature(layout))} if params.pair_passes else {})})
 
+        # the head's copy (and with paired passes the second's): every field but the addresses
+        # of the slots past the first window, which only the bank stage's registers read
+        self.fast_bits = layout["addr"].offset + params.window * params.pass_addr_bits
         # the queue's state, named here for the proof's invariants (formal/specs.py)
         self.state = {"entries": [Signal(layout, name=f"b{k}", reset_less=True) for k in range(depth)],
                       "valid": Signal(depth, name="b_valid"), "wp": Signal(range(depth), name="b_wp"),
-                      "rp": Signal(range(depth), name="b_rp")}
+                      "rp": Signal(range(depth), name="b_rp"),
+                      "heads": [Signal(self.fast_bits, name=name, reset_less=True)
+                                for name in ("b_head_copy", "b_second_copy")[:2 if params.pair_passes else 1]]}
 
     def elaborate(self, platform):
         m = Module()
-        n = self.depth
+        n, pair = self.depth, self.params.pair_passes
         entries, valid, wp, rp = (self.state[k] for k in ("entries", "valid", "wp", "rp"))
+        fast = self.fast_bits
+        pushed = Signal(name="b_pushed")
         m.d.comb += [self.push.ready.eq(~valid.all() & ~self.hold), self.busy.eq(valid.any()),
-                     self.pop.valid.eq(valid.bit_select(rp, 1))]
-        outs = [(self.pop, rp, "b_head")]
-        if self.params.pair_passes:
+                     pushed.eq(self.push.valid & self.push.ready), self.pop.valid.eq(valid.bit_select(rp, 1))]
+        # entry rp + k as it will be after this cycle's push
+        ahead = []
+        for k in range(4 if pair else 2):
+            at = Signal.like(rp, name=f"b_rp_plus{k}")
+            m.d.comb += at.eq(rp + k)
+            nxt = Signal(fast, name=f"b_ahead{k}")
+            held = self.state["heads"][k] if k < len(self.state["heads"]) else \
+                Value.cast(mux_tree(at, entries))[:fast]
+            m.d.comb += nxt.eq(Mux(pushed & (wp == at), Value.cast(self.push.payload)[:fast], held))
+            ahead.append(nxt)
+        pops = Signal(range(3), name="b_pops")     # passes leaving this cycle
+        outs = [(self.pop, rp, self.state["heads"][0], "b_head")]
+        if pair:
             rp2 = Signal.like(rp, name="b_rp2")
             m.d.comb += [rp2.eq(rp + 1), self.second.valid.eq(valid.bit_select(rp2, 1))]
-            outs.append((self.second, rp2, "b_second"))
-        for out, ptr, name in outs:
+            outs.append((self.second, rp2, self.state["heads"][1], "b_second"))
+        for k, (out, ptr, copy, name) in enumerate(outs):
             head = Signal(pass_layout(self.params), name=name)
-            m.d.comb += head.eq(mux_tree(ptr, entries))
+            m.d.comb += head.eq(Cat(copy, Value.cast(mux_tree(ptr, entries))[fast:]))
             m.d.comb += [out.payload.eq(head), out.payload.ovl.eq(0),
                          out.payload.err.eq(Mux(head.ovl & (head.err == Error.NONE), Error.OVERLAP, head.err))]
+            # the copy follows the entry at its place after this cycle's pops
+            m.d.sync += copy.eq(Mux(pops == 0, ahead[k], Mux(pops == 1, ahead[k + 1], ahead[k + 2]))
+                                if pair else Mux(pops == 0, ahead[k], ahead[k + 1]))
         set_, clr = Signal(n), Signal(n)
-        with m.If(self.push.valid & self.push.ready):
+        with m.If(pushed):
             m.d.comb += set_.bit_select(wp, 1).eq(1)
             m.d.sync += wp.eq(wp + 1)
             with m.Switch(wp):
@@ -82,11 +103,11 @@ class PassQueue(wiring.Component):
                     with m.Case(k):
                         m.d.sync += entries[k].eq(self.push.payload)
         with m.If(self.pop.valid & self.pop.ready):
-            m.d.comb += clr.bit_select(rp, 1).eq(1)
+            m.d.comb += [clr.bit_select(rp, 1).eq(1), pops.eq(1)]
             m.d.sync += rp.eq(rp + 1)
-            if self.params.pair_passes:
+            if pair:
                 with m.If(self.second.ready):
-                    m.d.comb += clr.bit_select(rp2, 1).eq(1)
+                    m.d.comb += [clr.bit_select(rp2, 1).eq(1), pops.eq(2)]
                     m.d.sync += rp.eq(rp + 2)
         m.d.sync += valid.eq((valid & ~clr) | set_)
         return m

@@ -22,7 +22,7 @@ from .records import (
     consts_layout,
     result_layout,
 )
-from .shuffle import ShuffleNetwork, ShuffleSelect, shuffle_select_layout
+from .shuffle import ShuffleNetwork, ShuffleSelect, beat_rows, shuffle_select_layout
 
 __all__ = ["ResultStage", "entry_layout"]
 
@@ -97,12 +97,18 @@ class ResultStage(wiring.Component):
         # the slots the entry's next beat reads, and the ring blocks its beats read from the
         # next one on: set from the pass's constants at the take, then one beat ahead
         self._need = [Signal(R, name=f"e{b}_need") for b in range(E)]
+        # ... and the slots of the beat after it, so that the ready of the beat after the head's
+        # compares registers
+        self._need2 = [Signal(R, name=f"e{b}_need2") for b in range(E)]
         self._rest = [Signal(R // BLOCK, name=f"e{b}_rest") for b in range(E)]
         # the shuffle's selects for the entry's next beat, set at the take, then one beat ahead;
         # their next values, and a copy of the head's (so the network reads one register)
         self._select = [Signal(shuffle_select_layout(NB), name=f"e{b}_select") for b in range(E)]
         self._select_next = [Signal(shuffle_select_layout(NB), name=f"e{b}_select_next") for b in range(E)]
         self._head_select = Signal(shuffle_select_layout(NB), name="e_head_select")
+        # copies of the head entry's form and first block, for the lookups a beat ahead
+        self._head_form = Signal(FORM_BITS, name="e_head_form")
+        self._head_start = Signal(range(NB), name="e_head_start")
         for b in range(E):
             m.d.comb += self._select_next[b].eq(self._select[b])
             m.d.sync += self._select[b].eq(self._select_next[b])
@@ -138,6 +144,7 @@ class ResultStage(wiring.Component):
         for n, (took, at, pass_, start) in enumerate(takes):
             first = m.submodules[f"first_select{n}"] = ShuffleSelect(lanes=p.lanes, form_bits=FORM_BITS, blocks=NB)
             m.d.comb += [first.form.eq(pass_.form), first.beat.eq(pass_.consts.beat0), first.start.eq(start)]
+            need1 = self._beat_need(m, pass_.form, pass_.consts.beat0 + 1, f"e_take{n}_need1")
             with m.If(took):
                 m.d.comb += e_set.bit_select(at, 1).eq(1)
                 c = pass_.consts
@@ -147,22 +154,38 @@ class ResultStage(wiring.Component):
                             m.d.sync += [e[b].form.eq(pass_.form), e[b].err.eq(pass_.err),
                                          e[b].start.eq(start), self._landed[b].eq(0), self._cycles[b].eq(0),
                                          self._finished[b].eq(0), self._bus_err[b].eq(0),
-                                         self._need[b].eq(c.need0), self._rest[b].eq(c.rest0)]
+                                         self._need[b].eq(c.need0), self._rest[b].eq(c.rest0),
+                                         self._need2[b].eq(need1)]
                             m.d.comb += [self._select_next[b].eq(first.select), self._taken[b].eq(1),
                                          self._taken_need[b].eq(c.need0)]
                             m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                          for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
         with m.If(tk.take & ~tk.pair if p.pair_passes else tk.take):
             m.d.sync += tail.eq(self.after(tail))
+        self._takes = takes
         self._beats(m, rowbuf, valid, head, e_clr)
         m.d.comb += [self.entries.end.eq(e_clr.any()),
                      self.entries.head_next.eq(Mux(self.entries.end, self.after(head), head)),
                      self.entries.valid_next.eq((valid & ~e_clr) | e_set)]
         m.d.sync += [head.eq(self.entries.head_next), valid.eq(self.entries.valid_next)]
-        with m.Switch(self.entries.head_next):
-            for b in range(E):
-                with m.Case(b):
-                    m.d.sync += self._head_select.eq(self._select_next[b])
+        # the head's copies, for the entry at the head now and the one after it, picked by the
+        # head's end (late in the cycle) at the registers
+        copies = []
+        for k, at_ in enumerate((head, self.after(head))):
+            sel, form, start_ = (Signal.like(self._head_select, name=f"e_copy{k}_select"),
+                                 Signal(FORM_BITS, name=f"e_copy{k}_form"), Signal(range(NB), name=f"e_copy{k}_start"))
+            with m.Switch(at_):
+                for b in range(E):
+                    with m.Case(b):
+                        m.d.comb += [sel.eq(self._select_next[b]), form.eq(e[b].form), start_.eq(e[b].start)]
+            for took, at, pass_, start in takes:
+                with m.If(took & (at == at_)):
+                    m.d.comb += [form.eq(pass_.form), start_.eq(start)]
+            copies.append((sel, form, start_))
+        end = self.entries.end
+        m.d.sync += [self._head_select.eq(Mux(end, copies[1][0], copies[0][0])),
+                     self._head_form.eq(Mux(end, copies[1][1], copies[0][1])),
+                     self._head_start.eq(Mux(end, copies[1][2], copies[0][2]))]
         return m
 
     def _progress(self, m, rowbuf):
@@ -224,12 +247,13 @@ class ResultStage(wiring.Component):
         shuf = m.submodules.shuffle = ShuffleNetwork(lanes=R, blocks=NB)
         m.d.comb += [shuf.select.eq(self._head_select), *[shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]]
         next_select = m.submodules.next_select = ShuffleSelect(lanes=R, form_bits=FORM_BITS, blocks=NB)
-        m.d.comb += [next_select.form.eq(h.form), next_select.beat.eq(beat + 1), next_select.start.eq(h.start)]
+        m.d.comb += [next_select.form.eq(self._head_form), next_select.beat.eq(beat + 1),
+                     next_select.start.eq(self._head_start)]
+        need_after = self._beat_need(m, self._head_form, beat + 2, "e_h_need_after")
         m.d.comb += self.entries.reading.eq(Mux(h_valid & (h.err == Error.NONE), Cat(*[
             Cat(*[rest[k] & ((h.start + k)[:len(h.start)] == pb) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
-        # the next beat's slots from the same table as its selects; the blocks its beats read
-        need_next, rest_next = next_select.need, self._next_rest(m, h.form, beat)
+        rest_next = self._next_rest(m, h.form, beat)
         beat_regs = self._beat_regs(m, h.form, beat)
         carry = Signal(CYCLE_BITS, name="e_carry")   # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
@@ -262,7 +286,7 @@ class ResultStage(wiring.Component):
                 # wmma.load's cost may outlast its reads), so its cycle count is final
                 finished = self._finished.bit_select(head, 1)
                 m.d.comb += [self.result.valid.eq(self._ready.bit_select(head, 1) & (finished | (beat != h.pend))),
-                             res.data.eq(shuf.out), res.regs.eq(beat_regs),
+                             res.regs.eq(beat_regs),
                              res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == h.lastbeat),
                              entry_end.eq(beat == h.pend)]
             with m.Else():
@@ -275,24 +299,48 @@ class ResultStage(wiring.Component):
                 with m.Switch(head):
                     for b in range(p.entries):
                         with m.Case(b):
-                            m.d.sync += [self._need[b].eq(need_next), self._rest[b].eq(rest_next)]
+                            m.d.sync += [self._need[b].eq(self._need2[b]), self._need2[b].eq(need_after),
+                                         self._rest[b].eq(rest_next)]
                             m.d.comb += self._select_next[b].eq(next_select.select)
             with m.If(entry_end):
                 m.d.comb += e_clr.bit_select(head, 1).eq(1)
                 m.d.sync += [carry.eq(carry + h_cycles), inherited.eq(err)]
             with m.If(last):
                 m.d.sync += [beat.eq(0), carry.eq(0), inherited.eq(Error.NONE)]
-        self._ready_next(m, head, self.result.valid & self.result.ready & ~entry_end, need_next)
+        self._ready_next(m, head, self.result.valid & self.result.ready & ~entry_end)
+        # the data bits are gated by one register, not by the head's multiplexers: whether the
+        # head's beat carries data (a load not refused), from the next values of what decides it
+        data_ok = Signal(name="e_data_ok")
+        m.d.comb += res.data.eq(Mux(data_ok, shuf.out, 0))
+        inherited_next = Signal(Error, name="e_inherited_next")
+        m.d.comb += inherited_next.eq(inherited)
+        with m.If(self.result.valid & self.result.ready):
+            with m.If(last):
+                m.d.comb += inherited_next.eq(Error.NONE)
+            with m.Elif(entry_end):
+                m.d.comb += inherited_next.eq(err)
+        gives = []                      # per entry: its beats, as the head, would carry data
+        pr = self.progress
+        for b in range(p.entries):
+            err_b, load_b = Signal(Error, name=f"e{b}_err_next"), Signal(name=f"e{b}_load_next")
+            m.d.comb += [err_b.eq(self._entries[b].err), load_b.eq(self._entries[b].load)]
+            with m.If(pr.finished & (pr.error != Error.NONE) & (pr.buf == b)):
+                m.d.comb += err_b.eq(pr.error)
+            for took, at, pass_, _ in self._takes:
+                with m.If(took & (at == b)):
+                    m.d.comb += [err_b.eq(pass_.err), load_b.eq(pass_.consts.load)]
+            gives.append(self.entries.valid_next[b] & load_b & (err_b == Error.NONE))
+        m.d.sync += data_ok.eq(Cat(*gives).bit_select(self.entries.head_next, 1) & (inherited_next == Error.NONE))
 
-    def _ready_next(self, m, head, moves, need_next):
+    def _ready_next(self, m, head, moves):
         """Each entry's ``ready`` for the next cycle: computed both for the slots its next beat
-        needs now and for those of the beat after (``need_next``, when it is the head and its
-        beat leaves: ``moves``), so that the beat's handshake only picks one; an entry taken
-        has nothing landed."""
+        needs now and for those of the beat after (``need2``, when it is the head and its beat
+        leaves: ``moves``), so that the beat's handshake only picks one; an entry taken has
+        nothing landed."""
         for b in range(self.params.entries):
             landed = self._landed[b] | self._landing[b]
             covered_now = (landed & self._need[b]) == self._need[b]
-            covered_next = (landed & need_next) == need_next
+            covered_next = (landed & self._need2[b]) == self._need2[b]
             with m.If(self._taken[b]):
                 m.d.sync += self._ready[b].eq(self._taken_need[b] == 0)
             with m.Else():
@@ -313,6 +361,20 @@ class ResultStage(wiring.Component):
                                 with m.Case(r):
                                     m.d.comb += regs.eq(mask)
         return regs
+
+    def _beat_need(self, m, form, beat, name):
+        """The slots beat ``beat`` of a load form reads (none past its last beat)."""
+        need = Signal(self.params.lanes, name=name)
+        with m.Switch(form):
+            for f in range(len(forms.FORMS)):
+                inf = forms.info(f)
+                if inf.load:
+                    with m.Case(f):
+                        with m.Switch(beat):
+                            for r in range(inf.nregs):
+                                with m.Case(r):
+                                    m.d.comb += need.eq(beat_rows(inf, r))
+        return need
 
     def _next_rest(self, m, form, beat):
         """The blocks the beats of a load form from ``beat + 1`` to the end of its pass read."""

@@ -189,11 +189,13 @@ def _two_passes(base, stride):
     return [[base + r * stride + 16 * c for r in range(8 * h, 8 * h + 8) for c in range(4)] for h in range(2)]
 
 
-@pytest.mark.parametrize("contexts", [2, 8])
+@pytest.mark.parametrize("contexts", [4, 8])
 def test_a_line_both_passes_touch_is_read_once(contexts):
     """Rows of 64 bytes starting 32 bytes into a line: row 7's second half and row 8's first
     share a line, which the first pass reads for both. A lone pass after them, sharing a line
-    with the second, is no twin: it reads its own."""
+    with the second, is no twin: it reads its own. (With two contexts a twin enters only once
+    the pair before has freed one, so whether it is in before the shared line's burst is
+    chosen depends on the timing: not a case with one answer.)"""
     p = Params(axi_contexts=contexts, tmem_columns=0)
     image = np.random.default_rng(11).integers(0, 256, GMEM, dtype=np.uint8)
     pairs = [_two_passes(4096 * k + 32, 64) for k in range(3)]
