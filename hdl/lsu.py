@@ -230,10 +230,15 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += [take.second_free.eq(result.second_free), take.second_tail.eq(result.second_tail),
                          take.second_start.eq(ring.second_start), bank.second_blocked.eq(ring.second_blocked),
                          ring.second_buf.eq(progress.second_buf)]
-        # fill, dump and a copy run while nothing is in flight; they hold the instruction port
-        quiet = Signal()
-        m.d.comb += quiet.eq(~check.busy & ~accept.busy & ~address.busy & ~passq.busy & ~Cat(*[s.busy for s in stages]).any() &
-                             (result.entries.valid == 0))
+        # fill, dump and a copy run while nothing is in flight; they hold the instruction port.
+        # `quiet` is a register (the banks' wide enables wait on no stage's state): nothing was
+        # in flight last cycle and no instruction entered, so nothing is now; it turns true a
+        # cycle after the last stage empties
+        quiet_now = Signal(name="quiet_now")
+        quiet = Signal(name="quiet", init=1)
+        m.d.comb += quiet_now.eq(~check.busy & ~accept.busy & ~address.busy & ~passq.busy &
+                                 ~Cat(*[s.busy for s in stages]).any() & (result.entries.valid == 0))
+        m.d.sync += quiet.eq(quiet_now & ~(check.instr.valid & check.instr.ready))
         if p.tmem is None:
             m.d.comb += [banks.quiet.eq(quiet), check.stall.eq(banks.claim)]
             wiring.connect(m, bank.banks, banks.port)

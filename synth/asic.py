@@ -423,23 +423,29 @@ def parse_census(text: str) -> dict:
     return dict(sorted(out.items(), key=lambda kv: kv[1]["worst_slack_ps"]))
 
 
-def strongest(cell_type: str, library: set[str]) -> str:
-    """The strongest drive of ``cell_type``'s function in ``library`` (its name with the
-    largest ``x<N>``, the ``f`` variants included), or ``cell_type`` itself."""
+#: the strongest drive a macro input's driver takes: a larger one loads the gate before it more
+#: than it gains (a BUFx24 in a fanout tree made its AO21x1 driver 123 ps slow)
+MACRO_DRIVE = 4
+
+
+def strongest(cell_type: str, library: set[str], most_drive: int = MACRO_DRIVE) -> str:
+    """The strongest drive of ``cell_type``'s function in ``library`` up to ``x<most_drive>``
+    (its name with the largest such ``x<N>``, the ``f`` variants included), or ``cell_type``
+    itself."""
     m = re.fullmatch(r"(.+?)x(\d+)(f?)(_ASAP7_75t_R)", cell_type)
     if not m:
         return cell_type
     best, most = cell_type, (int(m.group(2)), m.group(3))
     for other in library:
         o = re.fullmatch(re.escape(m.group(1)) + r"x(\d+)(f?)" + re.escape(m.group(4)), other)
-        if o and (int(o.group(1)), o.group(2)) > most:
+        if o and int(o.group(1)) <= most_drive and (int(o.group(1)), o.group(2)) > most:
             best, most = other, (int(o.group(1)), o.group(2))
     return best
 
 
 def upsize_macro_drivers(netlist: dict, macro_names: set[str], library: set[str], top: str = "top") -> int:
-    """Give every cell that drives a macro input its strongest drive (:func:`strongest`), in
-    place; returns how many cells changed. ABC sizes gates for the loads it sees, and a macro
+    """Give every cell that drives a macro input its strongest drive up to
+    :data:`MACRO_DRIVE` (:func:`strongest`), in place; returns how many cells changed. ABC sizes gates for the loads it sees, and a macro
     is a black box to it: the first timing then charges an x1 gate with four macro pins
     (about 95 ps where an x2 takes about half)."""
     mod = netlist["modules"][top]
@@ -609,7 +615,8 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
     reg = paths.get("clk")
     res = {"block": name, "source": "Verilog" if verilog else "RTLIL", "period_ps": period_ps,
            **area_by_kind(netlist, areas, ms),
-           "fanout_buffers_added": buffers, "macro_drivers_upsized": drivers, "flops_upsized": upsized, "macro_kinds": used, "worst_slack_ps": worst,
+           "fanout_buffers_added": buffers, "macro_drivers_upsized": drivers, "flops_upsized": upsized, "macro_kinds": used,
+           "worst_slack_ps": worst,
            "fmax_mhz": round(1e6 / (period_ps - worst)),
            "reg2reg_fmax_mhz": round(1e6 / (period_ps - reg["slack_ps"])) if reg else None,
            "paths": paths, "census": parse_census(out), "yosys_s": yosys_s, "sta_s": round(time.perf_counter() - t1, 1)}

@@ -106,7 +106,11 @@ class FetchRequests(wiring.Component):
         cand = Signal(R, name="g_cand")
         admit_here = self.admit & (self.alloc[:(NC - 1).bit_length()] == at)
         admit_next = self.admit & (self.alloc[:(NC - 1).bit_length()] == nat)
-        m.d.comb += [twin_line[s].eq(Mux(admit_next, self.admit_pass.addr[s][lb:],
+        # the twin's lines: a pass admitted this cycle brings them; the select waits on no
+        # admission (a context not yet admitted holds no twin unless one enters now)
+        entering = Signal(name="g_twin_entering")
+        m.d.comb += entering.eq(nxt == self.alloc)
+        m.d.comb += [twin_line[s].eq(Mux(entering, self.admit_pass.addr[s][lb:],
                                          mux_tree(nat, [line[c][s] for c in range(NC)]))) for s in range(R)]
         n_valid = Signal(name="g_n_valid")         # N holds S's line
         b_valid = Signal(name="g_b_valid")         # B holds a burst

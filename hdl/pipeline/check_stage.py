@@ -97,7 +97,8 @@ class CheckStage(wiring.Component):
             "instr": instr_layout(p), "first": consts_layout(p), "second": consts_layout(p),
             "size": range(p.smem_bytes + 1), "unknown": 1, "rows_misaligned": 1, "rows_outside": 1,
             "wm_unsupported": 1, "wm_misaligned": 1, "wm_stride": 1, "huge": 1, "below": 1,
-            "stride_bytes": sw, "stride_lines": sw + 6, "line_bytes": range(129), "glob": 1, "base": 32}),
+            "stride_bytes": sw, "stride_lines": sw + 6, "room_shared": signed(room_bits),
+            "room_global": signed(room_bits), "glob": 1, "base": 32}),
             name="k1", reset_less=True)
         k2 = Signal(data.StructLayout({
             "instr": instr_layout(p), "first": consts_layout(p), "second": consts_layout(p),
@@ -125,18 +126,20 @@ class CheckStage(wiring.Component):
             # the smaller of two sizes, as two comparisons side by side (no minimum first)
             outside.append(row & ((a[4:] >= self.smem_size[4:]) | (a[4:] >= (p.smem_bytes >> 4))))
         m.d.comb += [nxt.rows_misaligned.eq(Cat(*misaligned).any()), nxt.rows_outside.eq(Cat(*outside).any())]
-        self._wmma_k1(m, ip, nxt, sw)
+        line_bytes = self._wmma_k1(m, ip, nxt, sw)
+        # the limit less a line, for either space (signed: it may go below zero); K2 subtracts
+        # the address from the one in force
+        m.d.comb += [nxt.room_shared.eq(Cat(nxt.size, C(0, 1)).as_signed() - line_bytes),
+                     nxt.room_global.eq(C(p.global_base + p.global_bytes, 34).as_signed() - line_bytes)]
         with m.If(take):
             m.d.sync += k1.eq(nxt)
 
         # --- K2 ---------------------------------------------------------------------------
         with m.If(k1_move):
             span = k1.stride_lines - k1.stride_bytes
-            # the limit as a signed value (one bit more), so the room may go below zero
-            limit = Cat(Mux(k1.glob, C(p.global_base + p.global_bytes, 33), k1.size), C(0, 1)).as_signed()
             m.d.sync += [k2.instr.eq(k1.instr), k2.first.eq(k1.first), k2.second.eq(k1.second),
                          k2.stride_bytes.eq(k1.stride_bytes), k2.glob.eq(k1.glob), k2.base.eq(k1.base),
-                         k2.span.eq(span), k2.room.eq(limit - k1.line_bytes - k1.base),
+                         k2.span.eq(span), k2.room.eq(Mux(k1.glob, k1.room_global, k1.room_shared) - k1.base),
                          k2.err.eq(self._error(k1)),
                          # the range verdict is still open: the checks before it passed
                          k2.range_check.eq(~k1.unknown & k1.first.wmma & ~k1.wm_unsupported &
@@ -157,6 +160,7 @@ class CheckStage(wiring.Component):
         p = self.params
         wm_lg_bits = Signal(range(7))       # log2 of the element width
         wm_lg_span = Signal(range(12))      # ... plus log2 of the lines
+        wm_line_bytes = Signal(range(129))  # a line's bytes
         wm_least = Signal(range(129))       # the leading dimension: the least stride
         wm_grain = Signal(8)                # the stride is a multiple of this + 1
         with m.Switch(ip.form):
@@ -165,7 +169,7 @@ class CheckStage(wiring.Component):
                     with m.Case(f):
                         m.d.comb += [wm_lg_bits.eq(inf.bits.bit_length() - 1),
                                      wm_lg_span.eq(inf.bits.bit_length() - 1 + inf.lines.bit_length() - 1),
-                                     nxt.line_bytes.eq(inf.line_bytes), wm_least.eq(inf.least),
+                                     wm_line_bytes.eq(inf.line_bytes), wm_least.eq(inf.least),
                                      wm_grain.eq(inf.stride_grain - 1)]
         stride_full = Signal(len(ip.stride) + 3)
         # the stride in bytes, and times the lines (each one shift from the port: K2 then has
@@ -184,6 +188,7 @@ class CheckStage(wiring.Component):
         m.d.comb += [nxt.wm_unsupported.eq((ip.space == Space.GLOBAL) & C(int(not p.global_port), 1)),
                      nxt.wm_misaligned.eq(addr[:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0),
                      nxt.wm_stride.eq((ip.stride < wm_least) | ((ip.stride & wm_grain) != 0))]
+        return wm_line_bytes
 
     @staticmethod
     def _error(k1):

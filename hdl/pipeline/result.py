@@ -253,8 +253,8 @@ class ResultStage(wiring.Component):
         m.d.comb += self.entries.reading.eq(Mux(h_valid & (h.err == Error.NONE), Cat(*[
             Cat(*[rest[k] & ((h.start + k)[:len(h.start)] == pb) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
-        rest_next = self._next_rest(m, h.form, beat)
-        beat_regs = self._beat_regs(m, h.form, beat)
+        rest_next = self._next_rest(m, self._head_form, beat)
+        beat_regs = self._beat_regs(m, self._head_form, beat)
         carry = Signal(CYCLE_BITS, name="e_carry")   # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
         if p.schedule is Policy.PACKED:
@@ -319,18 +319,25 @@ class ResultStage(wiring.Component):
                 m.d.comb += inherited_next.eq(Error.NONE)
             with m.Elif(entry_end):
                 m.d.comb += inherited_next.eq(err)
-        gives = []                      # per entry: its beats, as the head, would carry data
+        # for the head and the entry after it (neither is cleared in the case it is picked), then
+        # picked by the head's end
+        gives = []
         pr = self.progress
-        for b in range(p.entries):
-            err_b, load_b = Signal(Error, name=f"e{b}_err_next"), Signal(name=f"e{b}_load_next")
-            m.d.comb += [err_b.eq(self._entries[b].err), load_b.eq(self._entries[b].load)]
-            with m.If(pr.finished & (pr.error != Error.NONE) & (pr.buf == b)):
+        for k, at_ in enumerate((head, self.after(head))):
+            err_b, load_b = Signal(Error, name=f"e_gives{k}_err"), Signal(name=f"e_gives{k}_load")
+            valid_b = Signal(name=f"e_gives{k}_valid")
+            with m.Switch(at_):
+                for b in range(p.entries):
+                    with m.Case(b):
+                        m.d.comb += [err_b.eq(self._entries[b].err), load_b.eq(self._entries[b].load),
+                                     valid_b.eq(valid[b])]
+            with m.If(pr.finished & (pr.error != Error.NONE) & (pr.buf == at_)):
                 m.d.comb += err_b.eq(pr.error)
             for took, at, pass_, _ in self._takes:
-                with m.If(took & (at == b)):
-                    m.d.comb += [err_b.eq(pass_.err), load_b.eq(pass_.consts.load)]
-            gives.append(self.entries.valid_next[b] & load_b & (err_b == Error.NONE))
-        m.d.sync += data_ok.eq(Cat(*gives).bit_select(self.entries.head_next, 1) & (inherited_next == Error.NONE))
+                with m.If(took & (at == at_)):
+                    m.d.comb += [err_b.eq(pass_.err), load_b.eq(pass_.consts.load), valid_b.eq(1)]
+            gives.append(valid_b & load_b & (err_b == Error.NONE))
+        m.d.sync += data_ok.eq(Mux(self.entries.end, gives[1], gives[0]) & (inherited_next == Error.NONE))
 
     def _ready_next(self, m, head, moves):
         """Each entry's ``ready`` for the next cycle: computed both for the slots its next beat

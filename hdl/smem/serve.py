@@ -108,6 +108,7 @@ class BankStage(wiring.Component):
         s["load"], s["nregs"], s["fmt"] = Signal(name="f_load"), Signal(range(R + 1), name="f_nregs"), \
             Signal(FMT_BITS, name="f_fmt")
         s["win"], s["lastwin"] = Signal(range(NW), name="f_win"), Signal(range(NW), name="f_lastwin")
+        s["at_last"] = Signal(name="f_at_last")     # win == lastwin, a register
         xbar = m.submodules.crossbar = BankCrossbar(rows=W, quads=p.quads, line_bits=p.line_bits,
                                                     pairs=p.precompare)
         # the window may be served this cycle, and the rows it serves
@@ -144,17 +145,17 @@ class BankStage(wiring.Component):
             c = tk.pass_.consts
             if p.pair_passes:
                 m.d.sync += s["pair"].eq(tk.pair)
-            m.d.sync += [s["valid"].eq(1), s["buf"].eq(tk.tail), s["form"].eq(tk.pass_.form), s["win"].eq(0),
-                         s["start"].eq(tk.start), s["lastwin"].eq(c.lastwin), s["pending"].eq(c.used),
-                         s["cost"].eq(tk.pass_.cost), s["final"].eq(c.final),
-                         s["recv"].eq(self.store.valid & pre),
-                         s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
-        # the wide registers (the rows and their comparisons) load whenever the stage may take
-        # a pass, taken or not: their enable waits on the stage's own finish, not on the take
-        # (what they hold while no pass is served is never read)
+            m.d.sync += [s["valid"].eq(1), s["win"].eq(0), s["pending"].eq(c.used),
+                         s["recv"].eq(self.store.valid & pre)]
+        # the wide registers (the rows and their comparisons) and the pass's constants load
+        # whenever the stage may take a pass, taken or not: their enable waits on the stage's
+        # own finish, not on the take (what they hold while no pass is served is never read)
         with m.If(self.free):
             c = tk.pass_.consts
             m.d.sync += [s["addr"][i].eq(tk.pass_.addr[i]) for i in range(R)]
+            m.d.sync += [s["buf"].eq(tk.tail), s["form"].eq(tk.pass_.form), s["start"].eq(tk.start),
+                         s["lastwin"].eq(c.lastwin), s["at_last"].eq(c.lastwin == 0), s["cost"].eq(tk.pass_.cost),
+                         s["final"].eq(c.final), s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
             if p.precompare:
                 tsq, tsl = self._pairs(tk.pass_.addr[:W])
                 m.d.sync += [s["same_quad"].eq(tsq), s["same_line"].eq(tsl), s["empty"].eq(c.used[:W] == 0),
@@ -220,17 +221,17 @@ class BankStage(wiring.Component):
             m.d.comb += [s["done"].eq(s["empty"] | (s["ok"] & ~s["clash"])), s["granted"].eq(s["ok"] & ~s["empty"])]
         else:
             m.d.comb += [s["done"].eq((pending[:W] & ~s["served"]) == 0), s["granted"].eq(s["ok"] & pending[:W].any())]
-        m.d.comb += self.advance.eq(s["valid"] & s["done"] & (s["win"] != s["lastwin"]))
+        m.d.comb += self.advance.eq(s["valid"] & s["done"] & ~s["at_last"])
         # the last window is served; the pass ends unless its cost is not yet spent: the banks
         # then stay the instruction's, one idle cycle at a time, until it is
         last_done = Signal(name="f_last_done")
         # the cost not spent, not counting this cycle (``short``), or counting it (``short1``)
         short, short1 = self._cost_left(m)
-        m.d.comb += [last_done.eq(s["valid"] & all_recv & (s["win"] == s["lastwin"]) & s["done"]),
+        m.d.comb += [last_done.eq(s["valid"] & all_recv & s["at_last"] & s["done"]),
                      s["count"].eq(s["granted"] | (last_done & short)),
                      s["finish"].eq(last_done & ~Mux(s["count"], short1, short))]
         with m.If(self.advance):
-            m.d.sync += s["win"].eq(s["win"] + 1)
+            m.d.sync += [s["win"].eq(s["win"] + 1), s["at_last"].eq(s["win"] + 1 == s["lastwin"])]
             m.d.sync += [addr[i].eq(addr[i + W]) for i in range(R - W)]
             if p.precompare:
                 nsq, nsl = self._pairs(addr[W:2 * W])
