@@ -445,9 +445,9 @@ def strongest(cell_type: str, library: set[str], most_drive: int = MACRO_DRIVE) 
 
 def upsize_macro_drivers(netlist: dict, macro_names: set[str], library: set[str], top: str = "top") -> int:
     """Give every cell that drives a macro input its strongest drive up to
-    :data:`MACRO_DRIVE` (:func:`strongest`), in place; returns how many cells changed. ABC sizes gates for the loads it sees, and a macro
-    is a black box to it: the first timing then charges an x1 gate with four macro pins
-    (about 95 ps where an x2 takes about half)."""
+    :data:`MACRO_DRIVE` (:func:`strongest`), in place; returns how many cells changed. ABC
+    sizes gates for the loads it sees, and a macro is a black box to it: the first timing
+    then charges an x1 gate with four macro pins (about 95 ps where an x2 takes about half)."""
     mod = netlist["modules"][top]
     cells = mod["cells"]
     driver = {}
@@ -615,7 +615,8 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
     reg = paths.get("clk")
     res = {"block": name, "source": "Verilog" if verilog else "RTLIL", "period_ps": period_ps,
            **area_by_kind(netlist, areas, ms),
-           "fanout_buffers_added": buffers, "macro_drivers_upsized": drivers, "flops_upsized": upsized, "macro_kinds": used,
+           "fanout_buffers_added": buffers, "macro_drivers_upsized": drivers, "flops_upsized": upsized,
+           "macro_kinds": used,
            "worst_slack_ps": worst,
            "fmax_mhz": round(1e6 / (period_ps - worst)),
            "reg2reg_fmax_mhz": round(1e6 / (period_ps - reg["slack_ps"])) if reg else None,

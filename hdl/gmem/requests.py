@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import C, Cat, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -75,7 +75,8 @@ class FetchRequests(wiring.Component):
         lb, lw = line_bits(p)
         R, NC, ids = p.lanes, p.axi_contexts, p.axi_id_bits
         super().__init__({
-            "alloc": In(range(2 * NC)), "admit": In(1), "admit_pass": In(pass_layout(p)), "admit_twin": In(1), "cur": In(range(NC)),
+            "alloc": In(range(2 * NC)), "admit": In(1), "admit_pass": In(pass_layout(p)), "admit_twin": In(1),
+            "cur": In(range(NC)),
             "pending": In(R).array(NC), "line": In(lw).array(NC, R), "twin": In(1).array(NC),
             "arready": In(1), "arvalid": Out(1), "arid": Out(ids), "araddr": Out(32), "arlen": Out(8),
             "arsize": Out(3), "arburst": Out(2),
@@ -162,17 +163,19 @@ class FetchRequests(wiring.Component):
 
         # N: each slot of context rq, and of its twin (the next context, once it holds a pass
         # that is the second of rq's instruction), against the chosen line: on its page and
-        # within a burst's reach of it
-        # N runs again while B waits for an id or the channel: a twin may enter meanwhile
+        # within a burst's reach of it. N runs again while B waits for an id or the channel: a
+        # twin may enter meanwhile
         n_again = Signal(name="g_n_again")
         m.d.comb += n_again.eq(n_valid | (b_valid & ~self.ar))
         has_twin = Signal(name="g_has_twin")
         twin_pending = Signal(R, name="g_twin_pending")
         # (its twin admitted this cycle counts: B leaves as early as next cycle)
-        m.d.comb += [has_twin.eq(Mux(admit_next, self.admit_twin, (nxt != self.alloc) & mux_tree(nat, list(self.twin)))),
+        m.d.comb += [has_twin.eq(Mux(admit_next, self.admit_twin,
+                                     (nxt != self.alloc) & mux_tree(nat, list(self.twin)))),
                      twin_pending.eq(Mux(has_twin, Mux(admit_next, self.admit_pass.consts.used,
                                                        mux_tree(nat, list(pending))), 0))]
-        for slots, lines, near_r, dist_r in ((cand, rq_line, near, dist), (twin_pending, twin_line, twin_near, twin_dist)):
+        for slots, lines, near_r, dist_r in ((cand, rq_line, near, dist),
+                                             (twin_pending, twin_line, twin_near, twin_dist)):
             for s in range(R):
                 d = Signal(pb + 1, name=f"{near_r.name}_d{s}")
                 m.d.comb += d.eq(lines[s][:pb] - req_line[:pb])
