@@ -369,30 +369,27 @@ class ResultStage(wiring.Component):
                                     m.d.comb += regs.eq(mask)
         return regs
 
-    def _beat_need(self, m, form, beat, name):
-        """The slots beat ``beat`` of a load form reads (none past its last beat)."""
-        need = Signal(self.params.lanes, name=name)
+    @staticmethod
+    def _load_table(m, form, beat, out, value, beats):
+        """``out`` = ``value(inf, r)`` for beat ``r`` of load form ``form`` (``r`` below
+        ``beats(inf)``); 0 otherwise."""
         with m.Switch(form):
             for f in range(len(forms.FORMS)):
                 inf = forms.info(f)
                 if inf.load:
                     with m.Case(f):
                         with m.Switch(beat):
-                            for r in range(inf.nregs):
+                            for r in range(beats(inf)):
                                 with m.Case(r):
-                                    m.d.comb += need.eq(beat_rows(inf, r))
-        return need
+                                    m.d.comb += out.eq(value(inf, r))
+        return out
+
+    def _beat_need(self, m, form, beat, name):
+        """The slots beat ``beat`` of a load form reads (none past its last beat)."""
+        return self._load_table(m, form, beat, Signal(self.params.lanes, name=name),
+                                beat_rows, lambda inf: inf.nregs)
 
     def _next_rest(self, m, form, beat):
         """The blocks the beats of a load form from ``beat + 1`` to the end of its pass read."""
-        rest_next = Signal(self.params.lanes // BLOCK, name="e_h_rest_next")
-        with m.Switch(form):
-            for f in range(len(forms.FORMS)):
-                inf = forms.info(f)
-                if inf.load:
-                    with m.Case(f):
-                        with m.Switch(beat):
-                            for r in range(inf.nregs - 1):
-                                with m.Case(r):
-                                    m.d.comb += rest_next.eq(inf.rest_blocks(r + 1))
-        return rest_next
+        return self._load_table(m, form, beat, Signal(self.params.lanes // BLOCK, name="e_h_rest_next"),
+                                lambda inf, r: inf.rest_blocks(r + 1), lambda inf: inf.nregs - 1)
