@@ -438,6 +438,7 @@ class PassQueueOrder(Elaboratable):
                 # invariant: the head's copy is the entry at the read pointer (its fast part)
                 m.d.comb += Assert(copy == Value.cast(Mux(at, st["entries"][1], st["entries"][0]))[:len(copy)],
                                    "the head's copy is the entry it copies")
+        m.d.comb += Assert(st["full"] == st["valid"].all(), "the full register is every entry valid")
         with m.If(st["valid"].all()):
             m.d.comb += Assert(st["wp"] == st["rp"], "a full queue's pointers meet")
         with m.Elif(st["valid"].any()):
@@ -635,7 +636,11 @@ class OwedContract(Elaboratable):
         # the invariant: the counts are the reference's, and within their bound
         m.d.comb += [Assert(d.counts["ahead"] == ref_ahead, "the beats owed ahead are the stream's"),
                      Assert(d.counts["behind"] == ref_behind, "the beats owed behind are the stream's"),
-                     Assert(ref_ahead + ref_behind <= OWED_BEATS, "the count stays within its bound")]
+                     Assert(ref_ahead + ref_behind <= OWED_BEATS, "the count stays within its bound"),
+                     Assert(d.room == (ref_ahead + ref_behind <= OWED_BEATS - MAX_STORE_BEATS),
+                            "the room register is the counts' room"),
+                     Assert((d.ahead == (ref_ahead != 0)) & (d.behind == (ref_behind != 0)),
+                            "the owed flags are the counts'")]
         # the stream's next beat: owed ahead, else the bank stage's own, else owed behind
         nxt_drop = Signal()
         m.d.comb += nxt_drop.eq((ref_ahead != 0) | ((own == 0) & (ref_behind != 0)))

@@ -12,7 +12,7 @@ ROMs and multiplexers. The reduction is checked against a specification written 
 comparisons (not the components' ordering keys).
 """
 
-from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
+from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, Signal, Value
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cover
 from specs import handshake_rules  # noqa: E402  (formal/ is on the path: run.py)
@@ -25,6 +25,7 @@ from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
 from tensorlsu.hdl.tmem.records import CANONICAL_NAN, LANES, Kind, RedType
 from tensorlsu.hdl.tmem.reduce import TmemReduce
 from tensorlsu.hdl.tmem.scatter import TmemScatter
+from tensorlsu.hdl.tmem.steps import successors
 
 __all__ = ["TMEM_SPECS"]
 
@@ -142,16 +143,24 @@ class TmemScatterSpec(Elaboratable):
         m = Module()
         d = m.submodules.dut = TmemScatter()
         sch = schedule()
-        for sig in (d.beat, d.var, d.lane_off):
+        for sig in (d.beat, d.var, d.first_var, d.lane_off, d.start, d.advance):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
         m.d.comb += Assume(d.lane_off <= (HALF if self.all_offsets else 0))
+        # the selects are registers: in the first cycle the row is loaded (an instruction's
+        # first, or the one after a row), in the second its words are checked
+        checking, row = Signal(name="checking"), Signal.like(d.var, name="row")
+        m.d.sync += [checking.eq(1), row.eq(Mux(d.start, d.first_var, Array(Const(x, len(d.var)) for x in successors())[d.var]))]
+        with m.If(~checking):
+            m.d.comb += Assume(d.start | d.advance)
+        with m.Else():
+            m.d.comb += Assume(~d.start & ~d.advance)
         beat = Value.cast(d.beat)
         for vi, v in enumerate(sch.variants):
             if not v.store or (self.rows is not None and vi not in self.rows):
                 continue
             wide = sch.keys[v.cls][1] == "32x32b"
             for off in _offsets(v, self.all_offsets):
-                with m.If((d.var == vi) & (d.lane_off == off)):
+                with m.If(checking & (row == vi) & (d.lane_off == off)):
                     m.d.comb += Assume(d.wide == wide)
                     written = {}
                     for (port, lane), (slot, t, piece) in v.moves:
@@ -219,8 +228,10 @@ class TmemReduceSpec(Elaboratable):
             m.d.comb += Value.cast(sig).eq(AnyConst(len(Value.cast(sig))))
         m.d.comb += Assume(d.red_type.as_value() != 3)
         m.d.comb += Assume((d.red_type == RedType.F32) | (~d.abs & ~d.nan))
-        step = Signal(2)
-        with m.If(step != 3):
+        # clear, two folds, then redval once the reduction holds the last fold
+        done = 2 + d.LATENCY
+        step = Signal(range(done + 1))
+        with m.If(step != done):
             m.d.sync += step.eq(step + 1)
         m.d.comb += [d.clear.eq(step == 0), d.fold.eq((step == 1) | (step == 2)),
                      d.two.eq(Mux(step == 2, two_b, 1))]
@@ -235,7 +246,7 @@ class TmemReduceSpec(Elaboratable):
             nan.append(present[k] & f32 & (mags[k][23:31] == 0xFF) & (mags[k][:23] != 0))
         valid = [present[k] & ~nan[k] for k in range(4)]
         any_nan, any_valid = Cat(*nan).any(), Cat(*valid).any()
-        with m.If(step == 3):
+        with m.If(step == done):
             with m.If(any_nan & (d.nan | ~any_valid)):
                 m.d.comb += Assert(d.redval[0] == CANONICAL_NAN, "a NaN result is the canonical NaN")
             with m.Else():
@@ -310,9 +321,10 @@ TMEM_SPECS = {
     **{f"tmem_gather_{s}": (lambda s=s: TmemGatherSpec(_load_rows(s)), "bmc", 3,
                             f"every {s} load row and all data (lane offset 0)") for s in SHAPES},
     "broken_tmem_gather": (lambda: TmemGatherSpec(_load_rows("32x32b"), _BrokenGather), "bmc", 3, "must FAIL"),
-    "tmem_scatter": (lambda: TmemScatterSpec(), "bmc", 1, "every store row and all data (lane offset 0)"),
-    "tmem_reduce": (lambda: TmemReduceSpec(), "bmc", 4, "the reduction for all values, types and flags"),
-    "broken_tmem_reduce": (lambda: TmemReduceSpec(_BrokenReduce), "bmc", 4, "must FAIL"),
+    "tmem_scatter": (lambda: TmemScatterSpec(), "bmc", 2,
+                     "every store row, loaded as a first row or a successor, and all data (lane offset 0)"),
+    "tmem_reduce": (lambda: TmemReduceSpec(), "bmc", 5, "the reduction for all values, types and flags (its two stages)"),
+    "broken_tmem_reduce": (lambda: TmemReduceSpec(_BrokenReduce), "bmc", 5, "must FAIL"),
     "tmem_streams": (lambda: TmemStreamRules(), "bmc", 8, "a quadrant's streams, bounded"),
     "tmem_streams_cover": (lambda: TmemStreamRules(), "cover", 12, "a store completes"),
 }

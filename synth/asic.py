@@ -185,6 +185,12 @@ def collisions_open(most_ports: int = 4) -> str:
                    for rd in range(1, most_ports + 1) for wr in range(1, most_ports + 1))
 
 
+#: Registers whose wires say ``keep`` are copies of one another on purpose (a select per slice
+#: of a wide multiplexer, so that no flip-flop drives all of it): their flip-flops get the
+#: attribute too, or ``opt_merge`` folds identical flip-flops back into one
+KEEP_COPIES = "proc; setattr -set keep 1 w:* a:keep %i %ci1 t:$dff %i"
+
+
 def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bool = False,
                  keep: str | None = None, *, ff_bit_um2: float) -> str:
     """The Yosys commands from ``top.il`` (or ``top.v``) to ``mapped.json`` (paths relative to
@@ -200,7 +206,7 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # what a read returns on a collision is left open, so no bypass logic is built around
         # the macros
         "setparam -set COLLISION_X_MASK 3 t:$memrd_v2; "
-        f"{read_macros}; hierarchy -top top; "
+        f"{read_macros}; hierarchy -top top; {KEEP_COPIES}; "
         + (f"setattr -mod -set keep_hierarchy 1 {keep}; " if keep else "") +
         # multipliers Booth-encoded, and the carries of adders and comparators as a Kogge-Stone
         # prefix tree rather than Yosys's default ripple (which ABC does not restructure)

@@ -237,12 +237,9 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     # and dump run only while idle, one at a time), so what a read returns on a collision is
     # left open: without that, Yosys wraps every block RAM in collision logic (a 128-bit
     # register and multiplexer per quad). Amaranth has no way to say so; RTLIL does.
-    # Registers whose wires say `keep` are copies of one another on purpose (a select per
-    # slice of a wide multiplexer): the flip-flops get the attribute too, so that they are not
-    # merged back into one.
     # (COLLISION_X_MASK has a bit per write port: all set, for the Tensor Memory's two.)
     prep = ("read_rtlil top.il; chformal -remove; delete t:$print; setparam -set COLLISION_X_MASK 3 t:$memrd_v2; "
-            "proc; setattr -set keep 1 w:* a:keep %i %ci1 t:$dff %i; ")
+            f"{asic.KEEP_COPIES}; ")
     (work / MUX_MAP.name).write_text(MUX_MAP.read_text())
     # The generic pass maps memories to flip-flops: for Tensor Memory (512 kbit a quadrant)
     # that exhausts Yosys's memory, so those blocks go straight to the ECP5 mapping.

@@ -12,7 +12,7 @@ from ..lib.slice import StreamSlice
 from ..params import Params
 from .axi import line_bits
 
-__all__ = ["BeatMatch", "matched_beat_layout"]
+__all__ = ["BeatMatch", "looked_up_layout", "matched_beat_layout"]
 
 
 def matched_beat_layout(params: Params) -> data.StructLayout:
@@ -24,21 +24,28 @@ def matched_beat_layout(params: Params) -> data.StructLayout:
                               "todo": R, "twin_todo": R})
 
 
+def looked_up_layout(params: Params) -> data.StructLayout:
+    """A read beat with what its id names: the line it brings and its context."""
+    _, lw = line_bits(params)
+    return data.StructLayout({"data": params.axi_data_bits, "resp": 2, "ctx": range(params.axi_contexts),
+                              "line": lw})
+
+
 class BeatMatch(wiring.Component):
     """The beat match, prefix ``g_match_``: a read beat's line against every waiting slot of
-    its context and of that context's twin (the next context, where it borrowed slots), the
-    result registered with the beat in a :class:`~tensorlsu.hdl.lib.slice.StreamSlice`. The
-    id lookup (the beat's line and context, :class:`~tensorlsu.hdl.gmem.requests.FetchRequests`)
-    and 2 × ``lanes`` line comparators end here; the row store's write selection starts from
-    registers.
+    its context and of that context's twin (the next context, where it borrowed slots), in two
+    register slices (:class:`~tensorlsu.hdl.lib.slice.StreamSlice`): the id lookup (the beat's
+    line and context, :class:`~tensorlsu.hdl.gmem.requests.FetchRequests`) is registered with
+    the beat, then its 2 × ``lanes`` line comparators with the slots they match; the row
+    store's write selection starts from registers.
 
     A slot's line comes back in one beat only (a pass reads each line once, and a slot its
     twin borrowed is requested by the first context alone), so the slots a beat matches are not
     filled by any other beat: the match may read ``got`` while earlier beats are still on their
     way to the row store.
 
-    Latency: a beat that moves in cycle ``t`` is offered in ``t + 1``. ``rready`` is the slice's
-    registered ready: two beats are held while the row store waits.
+    Latency: a beat that moves in cycle ``t`` is offered in ``t + 2``. ``rready`` is the first
+    slice's registered ready: four beats are held while the row store waits.
 
     Members
     -------
@@ -66,21 +73,25 @@ class BeatMatch(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, R, C = self.params, self.params.lanes, self.params.axi_contexts
+        m.submodules.lookup = looked = StreamSlice(looked_up_layout(p))
+        lk = looked.i.payload
+        m.d.comb += [looked.i.valid.eq(self.rvalid), lk.data.eq(self.rdata), lk.resp.eq(self.rresp),
+                     lk.ctx.eq(self.beat_ctx), lk.line.eq(self.beat_line), self.rready.eq(looked.i.ready)]
         m.submodules.slice = held = StreamSlice(matched_beat_layout(p))
         wiring.connect(m, held.o, wiring.flipped(self.beats))
-        beat = held.i.payload
+        beat, got = held.i.payload, looked.o.payload
         nxt = Signal(range(C), name="g_match_twin_ctx")
-        m.d.comb += nxt.eq(self.beat_ctx + 1)
-        ctxs = (self.beat_ctx, nxt)
+        m.d.comb += nxt.eq(got.ctx + 1)
+        ctxs = (got.ctx, nxt)
         # the slots still waiting, in the beat's context and in its twin (as each context has them)
         waiting = [Signal(R, name="g_match_waiting"), Signal(R, name="g_match_twin_waiting")]
-        m.d.comb += [waiting[0].eq(mux_tree(self.beat_ctx, [self.used[c] & ~self.got[c] for c in range(C)])),
+        m.d.comb += [waiting[0].eq(mux_tree(got.ctx, [self.used[c] & ~self.got[c] for c in range(C)])),
                      waiting[1].eq(mux_tree(nxt, [self.borrowed[c] & ~self.got[c] & self.twin[c].replicate(R)
                                                   for c in range(C)]))]
         todo = (beat.todo, beat.twin_todo)
         for t in range(2):
             m.d.comb += todo[t].eq(waiting[t] & Cat(
-                mux_tree(ctxs[t], [self.line[c][s] for c in range(C)]) == self.beat_line for s in range(R)))
-        m.d.comb += [held.i.valid.eq(self.rvalid), beat.data.eq(self.rdata), beat.resp.eq(self.rresp),
-                     beat.ctx.eq(self.beat_ctx), self.rready.eq(held.i.ready)]
+                mux_tree(ctxs[t], [self.line[c][s] for c in range(C)]) == got.line for s in range(R)))
+        m.d.comb += [held.i.valid.eq(looked.o.valid), beat.data.eq(got.data), beat.resp.eq(got.resp),
+                     beat.ctx.eq(got.ctx), looked.o.ready.eq(held.i.ready)]
         return m

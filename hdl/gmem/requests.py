@@ -97,8 +97,17 @@ class FetchRequests(wiring.Component):
         at = rq[:(NC - 1).bit_length()]
         nxt = Signal(range(2 * NC), name="g_rq_next", init=1)   # rq + 1, a register of its own
         nat = nxt[:(NC - 1).bit_length()]
-        behind = Signal(name="g_rq_behind")        # context rq holds a pass still requesting
-        m.d.comb += behind.eq(rq != self.alloc)
+        # context rq holds a pass still requesting (rq is not alloc), and the next context is
+        # the one the next pass takes (nxt is alloc): registers, each compared a cycle ahead
+        # for every way the pointers may move (rq and nxt on a move, alloc on an admission)
+        behind = Signal(name="g_rq_behind")
+        entering = Signal(name="g_twin_entering")
+        move = Signal(name="g_move")
+        alloc, alloc1 = self.alloc, (self.alloc + 1)[:len(self.alloc)]
+        m.d.sync += [behind.eq(Mux(move, Mux(self.admit, nxt != alloc1, nxt != alloc),
+                                   Mux(self.admit, rq != alloc1, rq != alloc))),
+                     entering.eq(Mux(move, Mux(self.admit, nxt == alloc, (nxt + 1)[:len(nxt)] == alloc),
+                                     Mux(self.admit, nxt == alloc1, nxt == alloc)))]
         rq_line = [Signal(lw, name=f"g_rq_line{s}") for s in range(R)]
         twin_line = [Signal(lw, name=f"g_twin_line{s}") for s in range(R)]
         m.d.comb += [rq_line[s].eq(mux_tree(at, [line[c][s] for c in range(NC)])) for s in range(R)]
@@ -109,8 +118,6 @@ class FetchRequests(wiring.Component):
         admit_next = self.admit & (self.alloc[:(NC - 1).bit_length()] == nat)
         # the twin's lines: a pass admitted this cycle brings them; the select waits on no
         # admission (a context not yet admitted holds no twin unless one enters now)
-        entering = Signal(name="g_twin_entering")
-        m.d.comb += entering.eq(nxt == self.alloc)
         m.d.comb += [twin_line[s].eq(Mux(entering, self.admit_pass.addr[s][lb:],
                                          mux_tree(nat, [line[c][s] for c in range(NC)]))) for s in range(R)]
         n_valid = Signal(name="g_n_valid")         # N holds S's line
@@ -145,7 +152,7 @@ class FetchRequests(wiring.Component):
         m.d.comb += first_line.eq(lowest_value([avail[s] for s in range(R)], rq_line)[1])
         s_free = Signal(name="g_s_free")
         m.d.comb += s_free.eq(~n_valid & (~b_valid | (self.ar & ~gap)))
-        select, move = Signal(name="g_select"), Signal(name="g_move")
+        select = Signal(name="g_select")
         m.d.comb += [select.eq(s_free & behind & avail.any()), move.eq(s_free & behind & ~avail.any())]
         with m.If(select):
             m.d.sync += req_line.eq(first_line)
@@ -171,7 +178,7 @@ class FetchRequests(wiring.Component):
         twin_pending = Signal(R, name="g_twin_pending")
         # (its twin admitted this cycle counts: B leaves as early as next cycle)
         m.d.comb += [has_twin.eq(Mux(admit_next, self.admit_twin,
-                                     (nxt != self.alloc) & mux_tree(nat, list(self.twin)))),
+                                     ~entering & mux_tree(nat, list(self.twin)))),
                      twin_pending.eq(Mux(has_twin, Mux(admit_next, self.admit_pass.consts.used,
                                                        mux_tree(nat, list(pending))), 0))]
         for slots, lines, near_r, dist_r in ((cand, rq_line, near, dist),

@@ -53,17 +53,41 @@ def candidates(moves):
     return cands, table
 
 
-def selects(m, index, cands, table, rows: int, name: str = "selects", load=None) -> dict:
-    """Per target of :func:`candidates`, a select signal: the index of its source in row
-    ``index``, or the number of its sources where the row has none. Targets with the same
-    column of selects share one, and all are fields of one ROM. With ``load``, the selects are
-    registered: row ``index`` is read at the edges where ``load`` is high."""
+def _select_columns(cands, table, rows: int):
+    """The distinct columns of selects (one per group of targets that share it), by field."""
     columns, column_of = {}, {}
     for target in sorted(cands):
         n = len(cands[target])
         col = tuple(table[target].get(r, n) for r in range(rows))
         columns.setdefault(col, (f"sel{len(columns)}", n))
         column_of[target] = col
+    return columns, column_of
+
+
+def selects_ahead(m, cands, table, rows: int, name: str, loads) -> dict:
+    """:func:`selects`, registered and read a cycle ahead: ``loads`` is a list of
+    ``(strobe, index, order)`` in priority order; at an edge where ``strobe`` is high the
+    selects of row ``order[index]`` (``order`` a list of rows, or None: row ``index``) are
+    loaded. So the selects are flip-flops and the table lookup lies in the cycle before."""
+    columns, column_of = _select_columns(cands, table, rows)
+    looked = []
+    for k, (strobe, index, order) in enumerate(loads):
+        rows_of = list(range(rows)) if order is None else list(order)
+        looked.append((strobe, rom(m, index, {field: (range(n + 1), [col[r] for r in rows_of])
+                                              for col, (field, n) in columns.items()}, f"{name}_{k}")))
+    held = Signal.like(looked[0][1], name=f"{name}_held")
+    for k, (strobe, sels) in enumerate(looked):
+        with (m.If if k == 0 else m.Elif)(strobe):
+            m.d.sync += held.eq(sels)
+    return {target: held[columns[col][0]] for target, col in column_of.items()}
+
+
+def selects(m, index, cands, table, rows: int, name: str = "selects", load=None) -> dict:
+    """Per target of :func:`candidates`, a select signal: the index of its source in row
+    ``index``, or the number of its sources where the row has none. Targets with the same
+    column of selects share one, and all are fields of one ROM. With ``load``, the selects are
+    registered: row ``index`` is read at the edges where ``load`` is high."""
+    columns, column_of = _select_columns(cands, table, rows)
     sels = rom(m, index, {field: (range(n + 1), list(col)) for col, (field, n) in columns.items()}, name)
     if load is not None:
         held = Signal.like(sels, name=f"{name}_held")

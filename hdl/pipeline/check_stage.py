@@ -126,11 +126,22 @@ class CheckStage(wiring.Component):
             # the smaller of two sizes, as two comparisons side by side (no minimum first)
             outside.append(row & ((a[4:] >= self.smem_size[4:]) | (a[4:] >= (p.smem_bytes >> 4))))
         m.d.comb += [nxt.rows_misaligned.eq(Cat(*misaligned).any()), nxt.rows_outside.eq(Cat(*outside).any())]
-        line_bytes = self._wmma_k1(m, ip, nxt, sw)
+        self._wmma_k1(m, ip, nxt, sw)
         # the limit less a line, for either space (signed: it may go below zero); K2 subtracts
-        # the address from the one in force
-        m.d.comb += [nxt.room_shared.eq(Cat(nxt.size, C(0, 1)).as_signed() - line_bytes),
-                     nxt.room_global.eq(C(p.global_base + p.global_bytes, 34).as_signed() - line_bytes)]
+        # the address from the one in force. The form picks among the limit less each line size
+        # the forms have, subtracted beside the form's decode rather than after it
+        limit_shared = Cat(nxt.size, C(0, 1)).as_signed()
+        limit_global = C(p.global_base + p.global_bytes, 34).as_signed()
+        m.d.comb += [nxt.room_shared.eq(limit_shared), nxt.room_global.eq(limit_global)]
+        sizes = sorted({forms.info(f).line_bytes for f in range(len(forms.FORMS)) if forms.info(f).wmma})
+        less = {n: (Signal(signed(room_bits), name=f"k_room_shared_{n}"), limit_global - n) for n in sizes}
+        m.d.comb += [r.eq(limit_shared - n) for n, (r, _) in less.items()]
+        with m.Switch(ip.form):
+            for f, inf in enumerate(map(forms.info, range(len(forms.FORMS)))):
+                if inf.wmma:
+                    with m.Case(f):
+                        shared, glob = less[inf.line_bytes]
+                        m.d.comb += [nxt.room_shared.eq(shared), nxt.room_global.eq(glob)]
         with m.If(take):
             m.d.sync += k1.eq(nxt)
 
@@ -160,7 +171,6 @@ class CheckStage(wiring.Component):
         p = self.params
         wm_lg_bits = Signal(range(7))       # log2 of the element width
         wm_lg_span = Signal(range(12))      # ... plus log2 of the lines
-        wm_line_bytes = Signal(range(129))  # a line's bytes
         wm_least = Signal(range(129))       # the leading dimension: the least stride
         wm_grain = Signal(8)                # the stride is a multiple of this + 1
         with m.Switch(ip.form):
@@ -169,7 +179,7 @@ class CheckStage(wiring.Component):
                     with m.Case(f):
                         m.d.comb += [wm_lg_bits.eq(inf.bits.bit_length() - 1),
                                      wm_lg_span.eq(inf.bits.bit_length() - 1 + inf.lines.bit_length() - 1),
-                                     wm_line_bytes.eq(inf.line_bytes), wm_least.eq(inf.least),
+                                     wm_least.eq(inf.least),
                                      wm_grain.eq(inf.stride_grain - 1)]
         stride_full = Signal(len(ip.stride) + 3)
         # the stride in bytes, and times the lines (each one shift from the port: K2 then has
@@ -188,7 +198,6 @@ class CheckStage(wiring.Component):
         m.d.comb += [nxt.wm_unsupported.eq((ip.space == Space.GLOBAL) & C(int(not p.global_port), 1)),
                      nxt.wm_misaligned.eq(addr[:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0),
                      nxt.wm_stride.eq((ip.stride < wm_least) | ((ip.stride & wm_grain) != 0))]
-        return wm_line_bytes
 
     @staticmethod
     def _error(k1):

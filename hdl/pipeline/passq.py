@@ -58,17 +58,17 @@ class PassQueue(wiring.Component):
         # the queue's state, named here for the proof's invariants (formal/specs.py)
         self.state = {"entries": [Signal(layout, name=f"b{k}", reset_less=True) for k in range(depth)],
                       "valid": Signal(depth, name="b_valid"), "wp": Signal(range(depth), name="b_wp"),
-                      "rp": Signal(range(depth), name="b_rp"),
+                      "rp": Signal(range(depth), name="b_rp"), "full": Signal(name="b_full"),
                       "heads": [Signal(self.fast_bits, name=name, reset_less=True)
                                 for name in ("b_head_copy", "b_second_copy")[:2 if params.pair_passes else 1]]}
 
     def elaborate(self, platform):
         m = Module()
         n, pair = self.depth, self.params.pair_passes
-        entries, valid, wp, rp = (self.state[k] for k in ("entries", "valid", "wp", "rp"))
+        entries, valid, wp, rp, full = (self.state[k] for k in ("entries", "valid", "wp", "rp", "full"))
         fast = self.fast_bits
         pushed = Signal(name="b_pushed")
-        m.d.comb += [self.push.ready.eq(~valid.all() & ~self.hold), self.busy.eq(valid.any()),
+        m.d.comb += [self.push.ready.eq(~full & ~self.hold), self.busy.eq(valid.any()),
                      pushed.eq(self.push.valid & self.push.ready), self.pop.valid.eq(valid.bit_select(rp, 1))]
         # entry rp + k as it will be after this cycle's push
         ahead = []
@@ -110,4 +110,9 @@ class PassQueue(wiring.Component):
                     m.d.comb += [clr.bit_select(rp2, 1).eq(1), pops.eq(2)]
                     m.d.sync += rp.eq(rp + 2)
         m.d.sync += valid.eq((valid & ~clr) | set_)
+        # whether every entry is valid, a register (the instruction port's ready chain starts
+        # here): a pop leaves room (a full queue takes no push), else a push into the last
+        # free entry fills it
+        one_free = Cat(*[valid == ((1 << n) - 1) ^ (1 << k) for k in range(n)]).any()
+        m.d.sync += full.eq((pops == 0) & (full | (pushed & one_free)))
         return m

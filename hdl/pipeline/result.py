@@ -24,7 +24,7 @@ from .records import (
 )
 from .shuffle import ShuffleNetwork, ShuffleSelect, beat_rows, shuffle_select_layout
 
-__all__ = ["ResultStage", "entry_layout"]
+__all__ = ["ResultStage", "entry_layout", "head_copy_layout"]
 
 
 def entry_layout(p: Params) -> data.StructLayout:
@@ -33,6 +33,15 @@ def entry_layout(p: Params) -> data.StructLayout:
     c = consts_layout(p)
     return data.StructLayout({"form": unsigned(FORM_BITS), "err": Error, "start": range(p.row_blocks),
                               **{k: c[k].shape for k in ("load", "wmma", "nregs", "pend", "lastbeat")}})
+
+
+def head_copy_layout(p: Params) -> data.StructLayout:
+    """What the head entry's copy keeps (registers: the beats' handshake and the lookups a beat
+    ahead start from them): whether it is live, its error, whether a bus error refused it,
+    whether its pass is finished, its form, first block and the constants of its beats."""
+    c = consts_layout(p)
+    return data.StructLayout({"valid": 1, "err": Error, "bus_err": 1, "finished": 1, "form": unsigned(FORM_BITS),
+                              "start": range(p.row_blocks), **{k: c[k].shape for k in ("load", "pend", "lastbeat")}})
 
 
 class ResultStage(wiring.Component):
@@ -77,6 +86,9 @@ class ResultStage(wiring.Component):
         head's last beat, the ring blocks its beats still read.
     """
 
+    #: copies of the head's shuffle selects, each driving its share of the network
+    SELECT_COPIES = 4
+
     def __init__(self, params: Params):
         self.params = p = params
         super().__init__({
@@ -105,10 +117,10 @@ class ResultStage(wiring.Component):
         # their next values, and a copy of the head's (so the network reads one register)
         self._select = [Signal(shuffle_select_layout(NB), name=f"e{b}_select") for b in range(E)]
         self._select_next = [Signal(shuffle_select_layout(NB), name=f"e{b}_select_next") for b in range(E)]
-        self._head_select = Signal(shuffle_select_layout(NB), name="e_head_select")
-        # copies of the head entry's form and first block, for the lookups a beat ahead
-        self._head_form = Signal(FORM_BITS, name="e_head_form")
-        self._head_start = Signal(range(NB), name="e_head_start")
+        self._head_select = [Signal(shuffle_select_layout(NB), name=f"e_head_select{k}", attrs={"keep": 1})
+                             for k in range(self.SELECT_COPIES)]
+        # a copy of the head entry, for the beats' handshake and the lookups a beat ahead
+        self._hc = Signal(head_copy_layout(p), name="e_hc")
         for b in range(E):
             m.d.comb += self._select_next[b].eq(self._select[b])
             m.d.sync += self._select[b].eq(self._select_next[b])
@@ -168,25 +180,46 @@ class ResultStage(wiring.Component):
                      self.entries.head_next.eq(Mux(self.entries.end, self.after(head), head)),
                      self.entries.valid_next.eq((valid & ~e_clr) | e_set)]
         m.d.sync += [head.eq(self.entries.head_next), valid.eq(self.entries.valid_next)]
-        # the head's copies, for the entry at the head now and the one after it, picked by the
-        # head's end (late in the cycle) at the registers
-        copies = []
+        self._copy_head(m, valid, head, takes)
+        return m
+
+    def _copy_head(self, m, valid, head, takes):
+        """The head's copies (its entry, its selects, whether its beat carries data), computed
+        for the entry at the head now and the one after it from their next values (neither is
+        cleared in the case it is picked), then picked by the head's end (late in the cycle) at
+        the registers."""
+        p, e, pr = self.params, self._entries, self.progress
+        layout = head_copy_layout(p)
+        sources = [(pr.finished, pr.buf)] + ([(pr.second_finished, pr.second_buf)] if p.pair_passes else [])
+        cands = []
         for k, at_ in enumerate((head, self.after(head))):
-            sel, form, start_ = (Signal.like(self._head_select, name=f"e_copy{k}_select"),
-                                 Signal(FORM_BITS, name=f"e_copy{k}_form"), Signal(range(NB), name=f"e_copy{k}_start"))
+            c = Signal(layout, name=f"e_copy{k}")
+            sel = Signal.like(self._head_select[0], name=f"e_copy{k}_select")
             with m.Switch(at_):
-                for b in range(E):
+                for b in range(p.entries):
                     with m.Case(b):
-                        m.d.comb += [sel.eq(self._select_next[b]), form.eq(e[b].form), start_.eq(e[b].start)]
+                        m.d.comb += [sel.eq(self._select_next[b]), c.valid.eq(valid[b]), c.err.eq(e[b].err),
+                                     c.bus_err.eq(self._bus_err[b]), c.finished.eq(self._finished[b]),
+                                     *[getattr(c, f).eq(getattr(e[b], f))
+                                       for f in ("form", "start", "load", "pend", "lastbeat")]]
+            for finished, buf in sources:
+                with m.If(finished & (buf == at_)):
+                    m.d.comb += c.finished.eq(1)
+            with m.If(pr.finished & (pr.error != Error.NONE) & (pr.buf == at_)):
+                m.d.comb += [c.err.eq(pr.error), c.bus_err.eq(1)]
             for took, at, pass_, start in takes:
                 with m.If(took & (at == at_)):
-                    m.d.comb += [form.eq(pass_.form), start_.eq(start)]
-            copies.append((sel, form, start_))
+                    m.d.comb += [c.valid.eq(1), c.err.eq(pass_.err), c.bus_err.eq(0), c.finished.eq(0),
+                                 c.form.eq(pass_.form), c.start.eq(start),
+                                 *[getattr(c, f).eq(getattr(pass_.consts, f)) for f in ("load", "pend", "lastbeat")]]
+            cands.append((c, sel))
         end = self.entries.end
-        m.d.sync += [self._head_select.eq(Mux(end, copies[1][0], copies[0][0])),
-                     self._head_form.eq(Mux(end, copies[1][1], copies[0][1])),
-                     self._head_start.eq(Mux(end, copies[1][2], copies[0][2]))]
-        return m
+        m.d.sync += [self._hc.eq(Mux(end, cands[1][0], cands[0][0])),
+                     *[copy.eq(Mux(end, cands[1][1], cands[0][1])) for copy in self._head_select]]
+        # the data bits are gated by one register, not by the head's multiplexers: whether the
+        # head's beat carries data (a load not refused)
+        gives = [c.valid & c.load & (c.err == Error.NONE) for c, _ in cands]
+        m.d.sync += self._data_ok.eq(Mux(end, gives[1], gives[0]) & (self._inherited_next == Error.NONE))
 
     def _progress(self, m, rowbuf):
         """The bank stage's progress: bank cycles, landed rows, written stores (with paired
@@ -239,22 +272,21 @@ class ResultStage(wiring.Component):
             for b in range(p.entries):
                 with m.Case(b):
                     m.d.comb += [h.eq(self._entries[b]), h_cycles.eq(self._cycles[b]), rest.eq(self._rest[b])]
-        h_valid = Signal()
-        m.d.comb += h_valid.eq(valid.bit_select(head, 1))
         beat = Signal(range(R + 1), name="e_beat")
         # the network reads one register: the form's table is looked up a beat ahead, and the
         # head's selects copied as the head moves on
-        shuf = m.submodules.shuffle = ShuffleNetwork(lanes=R, blocks=NB)
-        m.d.comb += [shuf.select.eq(self._head_select), *[shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]]
+        hc = self._hc
+        shuf = m.submodules.shuffle = ShuffleNetwork(lanes=R, blocks=NB, copies=self.SELECT_COPIES)
+        m.d.comb += [*[shuf.select[k].eq(self._head_select[k]) for k in range(self.SELECT_COPIES)],
+                     *[shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]]
         next_select = m.submodules.next_select = ShuffleSelect(lanes=R, form_bits=FORM_BITS, blocks=NB)
-        m.d.comb += [next_select.form.eq(self._head_form), next_select.beat.eq(beat + 1),
-                     next_select.start.eq(self._head_start)]
-        need_after = self._beat_need(m, self._head_form, beat + 2, "e_h_need_after")
-        m.d.comb += self.entries.reading.eq(Mux(h_valid & (h.err == Error.NONE), Cat(*[
-            Cat(*[rest[k] & ((h.start + k)[:len(h.start)] == pb) for k in range(R // BLOCK)]).any()
+        m.d.comb += [next_select.form.eq(hc.form), next_select.beat.eq(beat + 1), next_select.start.eq(hc.start)]
+        need_after = self._beat_need(m, hc.form, beat + 2, "e_h_need_after")
+        m.d.comb += self.entries.reading.eq(Mux(hc.valid & (hc.err == Error.NONE), Cat(*[
+            Cat(*[rest[k] & ((hc.start + k)[:len(hc.start)] == pb) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
-        rest_next = self._next_rest(m, self._head_form, beat)
-        beat_regs = self._beat_regs(m, self._head_form, beat)
+        rest_next = self._next_rest(m, hc.form, beat)
+        beat_regs = self._beat_regs(m, hc.form, beat)
         carry = Signal(CYCLE_BITS, name="e_carry")   # bank cycles of the instruction's earlier pass
         reported = Signal(CYCLE_BITS)
         if p.schedule is Policy.PACKED:
@@ -268,76 +300,57 @@ class ResultStage(wiring.Component):
         # beats carry it too, so that the instruction's last beat gives its verdict
         inherited = Signal(Error, name="e_inherited")
         err = Signal(Error, name="e_h_err")
-        m.d.comb += err.eq(Mux(h.err != Error.NONE, h.err, inherited))
+        m.d.comb += err.eq(Mux(hc.err != Error.NONE, hc.err, inherited))
         bus_pass = Signal(name="e_h_bus_pass")  # the head is one pass refused: its own beats only
-        m.d.comb += bus_pass.eq(self._bus_err.bit_select(head, 1) | (inherited != Error.NONE))
+        m.d.comb += bus_pass.eq(hc.bus_err | (inherited != Error.NONE))
         res = self.result.payload
-        with m.If(h_valid):
+        with m.If(hc.valid):
             with m.If(err != Error.NONE):
                 # a refused load gives all its beats (a pass refused by the bus, its own), anything
                 # else one; a pass refused for an earlier one waits for its own reads to end
-                finished = self._finished.bit_select(head, 1)
-                m.d.comb += [self.result.valid.eq((h.err != Error.NONE) | finished), res.error.eq(err),
-                             last.eq(beat == h.lastbeat), res.regs.eq(Mux(h.load, beat_regs, 0)),
-                             entry_end.eq(Mux(bus_pass, beat == h.pend, last))]
-            with m.Elif(h.load):
+                m.d.comb += [self.result.valid.eq((hc.err != Error.NONE) | hc.finished), res.error.eq(err),
+                             last.eq(beat == hc.lastbeat), res.regs.eq(Mux(hc.load, beat_regs, 0)),
+                             entry_end.eq(Mux(bus_pass, beat == hc.pend, last))]
+            with m.Elif(hc.load):
                 # the bank-cycle count is final (and reported) on the last beat only
                 # the pass's last beat also waits for the bank stage to finish it (an h200
                 # wmma.load's cost may outlast its reads), so its cycle count is final
-                finished = self._finished.bit_select(head, 1)
-                m.d.comb += [self.result.valid.eq(self._ready.bit_select(head, 1) & (finished | (beat != h.pend))),
+                m.d.comb += [self.result.valid.eq(self._ready.bit_select(head, 1) & (hc.finished | (beat != hc.pend))),
                              res.regs.eq(beat_regs),
-                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == h.lastbeat),
-                             entry_end.eq(beat == h.pend)]
+                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == hc.lastbeat),
+                             entry_end.eq(beat == hc.pend)]
             with m.Else():
-                m.d.comb += [self.result.valid.eq(self._finished.bit_select(head, 1)), res.cycles.eq(reported),
+                m.d.comb += [self.result.valid.eq(hc.finished), res.cycles.eq(reported),
                              last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
-        with m.If(self.result.valid & self.result.ready):
+        fire = Signal(name="e_fire")
+        m.d.comb += fire.eq(self.result.valid & self.result.ready)
+        with m.If(fire):
             m.d.sync += beat.eq(beat + 1)
-            with m.If(~entry_end):
-                with m.Switch(head):
-                    for b in range(p.entries):
-                        with m.Case(b):
-                            m.d.sync += [self._need[b].eq(self._need2[b]), self._need2[b].eq(need_after),
-                                         self._rest[b].eq(rest_next)]
-                            m.d.comb += self._select_next[b].eq(next_select.select)
+            # the head's next beat, whether or not its entry ends (an entry that ends is taken
+            # anew before it is read, and a valid head is never the entry taken): the enables
+            # wait on the handshake alone
+            with m.Switch(head):
+                for b in range(p.entries):
+                    with m.Case(b):
+                        m.d.sync += [self._need[b].eq(self._need2[b]), self._need2[b].eq(need_after),
+                                     self._rest[b].eq(rest_next)]
+                        m.d.comb += self._select_next[b].eq(next_select.select)
             with m.If(entry_end):
                 m.d.comb += e_clr.bit_select(head, 1).eq(1)
                 m.d.sync += [carry.eq(carry + h_cycles), inherited.eq(err)]
             with m.If(last):
                 m.d.sync += [beat.eq(0), carry.eq(0), inherited.eq(Error.NONE)]
-        self._ready_next(m, head, self.result.valid & self.result.ready & ~entry_end)
-        # the data bits are gated by one register, not by the head's multiplexers: whether the
-        # head's beat carries data (a load not refused), from the next values of what decides it
-        data_ok = Signal(name="e_data_ok")
+        self._ready_next(m, head, fire)
+        self._data_ok = data_ok = Signal(name="e_data_ok")
         m.d.comb += res.data.eq(Mux(data_ok, shuf.out, 0))
-        inherited_next = Signal(Error, name="e_inherited_next")
+        self._inherited_next = inherited_next = Signal(Error, name="e_inherited_next")
         m.d.comb += inherited_next.eq(inherited)
-        with m.If(self.result.valid & self.result.ready):
+        with m.If(fire):
             with m.If(last):
                 m.d.comb += inherited_next.eq(Error.NONE)
             with m.Elif(entry_end):
                 m.d.comb += inherited_next.eq(err)
-        # for the head and the entry after it (neither is cleared in the case it is picked), then
-        # picked by the head's end
-        gives = []
-        pr = self.progress
-        for k, at_ in enumerate((head, self.after(head))):
-            err_b, load_b = Signal(Error, name=f"e_gives{k}_err"), Signal(name=f"e_gives{k}_load")
-            valid_b = Signal(name=f"e_gives{k}_valid")
-            with m.Switch(at_):
-                for b in range(p.entries):
-                    with m.Case(b):
-                        m.d.comb += [err_b.eq(self._entries[b].err), load_b.eq(self._entries[b].load),
-                                     valid_b.eq(valid[b])]
-            with m.If(pr.finished & (pr.error != Error.NONE) & (pr.buf == at_)):
-                m.d.comb += err_b.eq(pr.error)
-            for took, at, pass_, _ in self._takes:
-                with m.If(took & (at == at_)):
-                    m.d.comb += [err_b.eq(pass_.err), load_b.eq(pass_.consts.load), valid_b.eq(1)]
-            gives.append(valid_b & load_b & (err_b == Error.NONE))
-        m.d.sync += data_ok.eq(Mux(self.entries.end, gives[1], gives[0]) & (inherited_next == Error.NONE))
 
     def _ready_next(self, m, head, moves):
         """Each entry's ``ready`` for the next cycle: computed both for the slots its next beat

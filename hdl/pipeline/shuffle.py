@@ -153,17 +153,21 @@ class ShuffleNetwork(wiring.Component):
     ``select.base``, for some patterns rotated by whole words (``select.rot``), then one of the
     few distinct byte patterns (``select.pat``), each a binary multiplexer tree (:func:`_plan`).
 
+    ``copies`` equal copies of the selects may be given (registers kept apart by synthesis):
+    the window's rows and the output's lanes are split evenly between them, so that no one
+    flip-flop drives the whole network.
+
     Members
     -------
-    select : In(shuffle_select_layout(blocks))
+    select : In(ArrayLayout(shuffle_select_layout(blocks), copies))
     rows : In(ArrayLayout(128, 8 · blocks))
     out : Out(32 * lanes)
     """
 
-    def __init__(self, *, lanes: int = 32, blocks: int = 4):
+    def __init__(self, *, lanes: int = 32, blocks: int = 4, copies: int = 1):
         _check_blocks(lanes, blocks)
-        self.lanes, self.blocks = lanes, blocks
-        super().__init__({"select": In(shuffle_select_layout(blocks)),
+        self.lanes, self.blocks, self.copies = lanes, blocks, copies
+        super().__init__({"select": In(data.ArrayLayout(shuffle_select_layout(blocks), copies)),
                           "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
                           "out": Out(32 * lanes)})
 
@@ -171,7 +175,13 @@ class ShuffleNetwork(wiring.Component):
         m = Module()
         patterns, spans, rots, _ = _plan()
         nb, ring = self.blocks, BLOCK * self.blocks
-        base, pat, rot = self.select.base, self.select.pat, self.select.rot
+        n_out = 4 * self.lanes          # output bytes
+
+        def copy_for_row(w):
+            return self.select[w * self.copies // _WINDOW]
+
+        def copy_for_byte(i):
+            return self.select[i * self.copies // n_out]
         # Window row w is ring slot 8 · base + w. A pattern of span s starts at a multiple of
         # s (aligned starts, aligned spans), so row w only needs those bases.
         slot = [self.rows[i] for i in range(ring)]
@@ -181,7 +191,7 @@ class ShuffleNetwork(wiring.Component):
                     for b in range(0, nb, spans[k])}
             row = Signal(ROW_BITS, name=f"window{w}")
             if used:
-                m.d.comb += row.eq(mux_tree(base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
+                m.d.comb += row.eq(mux_tree(copy_for_row(w).base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
                                                    for b in range(nb)]))
             window.append(row)
         byte_of = {}                    # one Value per window byte, so equal options merge
@@ -200,15 +210,18 @@ class ShuffleNetwork(wiring.Component):
                     rot_used.setdefault((row, byte), set()).update(rots[k])
         rotated = {}
 
-        def rsrc(row, byte):
+        def rsrc(row, byte, rot):
             if (row, byte) not in rotated:
                 ks = rot_used[(row, byte)]
                 rotated[(row, byte)] = mux_tree(rot, [src(row, (byte + 4 * t) % ROW_BYTES if t in ks else byte)
                                                       for t in range(_ROW_WORDS)])
             return rotated[(row, byte)]
 
-        parts = [mux_tree(pat, [(src if rots[k] == {0} else rsrc)(*pattern[i]) for k, pattern in enumerate(patterns)])
-                 for i in range(4 * self.lanes)]
+        parts = []
+        for i in range(n_out):
+            sel = copy_for_byte(i)
+            parts.append(mux_tree(sel.pat, [src(*pattern[i]) if rots[k] == {0} else rsrc(*pattern[i], sel.rot)
+                                            for k, pattern in enumerate(patterns)]))
         m.d.comb += self.out.eq(Cat(*parts))
         return m
 
@@ -248,7 +261,7 @@ class LoadShuffle(wiring.Component):
         select = m.submodules.select = ShuffleSelect(lanes=self.lanes, form_bits=self.form_bits, blocks=self.blocks)
         network = m.submodules.network = ShuffleNetwork(lanes=self.lanes, blocks=self.blocks)
         m.d.comb += [select.form.eq(self.form), select.beat.eq(self.beat), select.start.eq(self.start),
-                     self.need.eq(select.need), network.select.eq(select.select), self.out.eq(network.out),
+                     self.need.eq(select.need), network.select[0].eq(select.select), self.out.eq(network.out),
                      *[network.rows[i].eq(self.rows[i]) for i in range(BLOCK * self.blocks)]]
         return m
 

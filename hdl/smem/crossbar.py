@@ -61,8 +61,8 @@ class BankCrossbar(wiring.Component):
     step : In(1)
         The window is written this cycle: each quad wrote its row (else it writes it again).
     quad_data : In(ArrayLayout(128, quads))
-        The rows the quads read a cycle ago; ``land[j]`` is the one of the quad slot ``j``
-        read then (``quad[j]`` a cycle ago).
+        The rows the quads read ``read_latency`` cycles ago; ``land[j]`` is the one of the
+        quad slot ``j`` read then (``quad[j]`` as of then).
     land : Out(ArrayLayout(128, rows))
     """
 
@@ -70,9 +70,11 @@ class BankCrossbar(wiring.Component):
     #: 128 bits' multiplexers
     SLICES = 4
 
-    def __init__(self, *, rows: int = 8, quads: int = 8, line_bits: int = 7, pairs: bool = True):
+    def __init__(self, *, rows: int = 8, quads: int = 8, line_bits: int = 7, pairs: bool = True,
+                 read_latency: int = 1):
         bits, qb = ROW_BITS, max(1, (quads - 1).bit_length())
         self.nrows, self.quads, self.line_bits, self.pairs = rows, quads, line_bits, pairs
+        self.read_latency = read_latency
         members = {"eligible": In(rows), "quad": In(data.ArrayLayout(qb, rows)),
                    "line": In(data.ArrayLayout(line_bits, rows)), "served": Out(rows),
                    "access": Out(quads), "addr": Out(data.ArrayLayout(line_bits, quads)),
@@ -131,17 +133,20 @@ class BankCrossbar(wiring.Component):
                 lo, hi = k * bits // len(sels), (k + 1) * bits // len(sels)
                 parts.append(mux_tree(sel, [r[lo:hi] for r in rows]))
             m.d.comb += self.write[q].eq(Cat(*parts))
-        land_rows(m, [self.quad[j] for j in range(R)], quads, [self.land[j] for j in range(R)])
+        land_rows(m, [self.quad[j] for j in range(R)], quads, [self.land[j] for j in range(R)], self.read_latency)
         return m
 
 
-def land_rows(m, quad, quad_data, land):
-    """The landing crossbar: ``land[j]`` takes the row read a cycle ago by the quad slot ``j``
-    named then (``quad[j]``), through a binary multiplexer tree."""
+def land_rows(m, quad, quad_data, land, read_latency: int = 1):
+    """The landing crossbar: ``land[j]`` takes the row read ``read_latency`` cycles ago by the
+    quad slot ``j`` named then (``quad[j]``), through a binary multiplexer tree."""
     for j, (q, out) in enumerate(zip(quad, land)):
-        # the slot's quad as of the read, a cycle ago. One copy: copies per slice made an
-        # event-driven simulator (Icarus) six times slower, as the read data change every
-        # cycle and each slice's update wakes the whole row again.
-        lq = Signal.like(q, name=f"land_quad{j}")
-        m.d.sync += lq.eq(q)
+        # the slot's quad as of the read. One copy: copies per slice made an event-driven
+        # simulator (Icarus) six times slower, as the read data change every cycle and each
+        # slice's update wakes the whole row again.
+        lq = q
+        for k in range(read_latency):
+            lq_k = Signal.like(q, name=f"land_quad{j}" + (f"_{k}" if k < read_latency - 1 else ""))
+            m.d.sync += lq_k.eq(lq)
+            lq = lq_k
         m.d.comb += out.eq(mux_tree(lq, quad_data))

@@ -68,17 +68,30 @@ class StoreOwed(wiring.Component):
         m = Module()
         ahead, behind = self.counts["ahead"], self.counts["behind"]
         from_ahead, from_behind = Signal(), Signal()
-        m.d.comb += [self.ahead.eq(ahead != 0), self.behind.eq(behind != 0),
+        # whether any beat is owed ahead / behind: registers (the bank stage's go-ahead for a
+        # store waits on them), set from the counts' next values
+        ahead_any, behind_any = Signal(name="f_owed_ahead_any"), Signal(name="f_owed_behind_any")
+        m.d.comb += [self.ahead.eq(ahead_any), self.behind.eq(behind_any),
                      self.drain.eq(self.ahead | (self.behind & ~self.wants)),
                      from_ahead.eq(self.beat & self.ahead),
-                     from_behind.eq(self.beat & ~self.ahead & self.behind & ~self.wants),
-                     self.room.eq(ahead + behind <= OWED_BEATS - MAX_STORE_BEATS)]
+                     from_behind.eq(self.beat & ~self.ahead & self.behind & ~self.wants)]
         left_ahead, left_behind = ahead - from_ahead, behind - from_behind
+        # `room` (the counts leave a refused stmatrix's beats free) is a register: the take
+        # waits on it, so its sum and comparison are made a cycle ahead, from the counts'
+        # next values (a take moves beats from behind to ahead and keeps the sum)
+        room = Signal(init=1, name="f_owed_room")
+        left = left_ahead + left_behind
+        limit = OWED_BEATS - MAX_STORE_BEATS
+        m.d.comb += self.room.eq(room)
+        m.d.sync += room.eq(Mux(self.refused & ~self.taken, left + self.refused_beats <= limit, left <= limit))
         # the take is the cycle's last decision: the sums do not wait for it, it picks one
         with m.If(self.taken):
-            m.d.sync += [ahead.eq(left_ahead + left_behind), behind.eq(0)]
+            m.d.sync += [ahead.eq(left_ahead + left_behind), behind.eq(0),
+                         ahead_any.eq((left_ahead != 0) | (left_behind != 0)), behind_any.eq(0)]
         with m.Elif(self.refused):
-            m.d.sync += [ahead.eq(left_ahead), behind.eq(left_behind + self.refused_beats)]
+            m.d.sync += [ahead.eq(left_ahead), behind.eq(left_behind + self.refused_beats),
+                         ahead_any.eq(left_ahead != 0), behind_any.eq((left_behind != 0) | (self.refused_beats != 0))]
         with m.Else():
-            m.d.sync += [ahead.eq(left_ahead), behind.eq(left_behind)]
+            m.d.sync += [ahead.eq(left_ahead), behind.eq(left_behind),
+                         ahead_any.eq(left_ahead != 0), behind_any.eq(left_behind != 0)]
         return m

@@ -27,8 +27,9 @@ class PairCrossbar(wiring.Component):
     every two-pass fragment at every legal stride (lines of 32 bytes or more, at least a line
     apart): a row of both would be read once for each.
 
-    Combinational, except the landing: ``land[j]`` is the row slot ``j``'s quad read a cycle
-    ago (the quad registered, as in :class:`~tensorlsu.hdl.smem.crossbar.BankCrossbar`).
+    Combinational, except the landing: ``land[j]`` is the row slot ``j``'s quad read
+    ``read_latency`` cycles ago (the quad registered, as in
+    :class:`~tensorlsu.hdl.smem.crossbar.BankCrossbar`).
 
     Parameters
     ----------
@@ -49,13 +50,13 @@ class PairCrossbar(wiring.Component):
         The quads that read for the second pass alone; ``addr``: the line each reads.
     addr : Out(ArrayLayout(line_bits, quads))
     quad_data : In(ArrayLayout(128, quads))
-        The rows the quads read a cycle ago.
+        The rows the quads read ``read_latency`` cycles ago.
     land : Out(ArrayLayout(128, rows))
     """
 
-    def __init__(self, *, rows: int = 32, quads: int = 8, line_bits: int = 7):
+    def __init__(self, *, rows: int = 32, quads: int = 8, line_bits: int = 7, read_latency: int = 1):
         qb = max(1, (quads - 1).bit_length())
-        self.nrows, self.quads, self.line_bits = rows, quads, line_bits
+        self.nrows, self.quads, self.line_bits, self.read_latency = rows, quads, line_bits, read_latency
         super().__init__({
             "eligible": In(rows), "quad": In(data.ArrayLayout(qb, rows)),
             "line": In(data.ArrayLayout(line_bits, rows)),
@@ -76,5 +77,5 @@ class PairCrossbar(wiring.Component):
         m.d.comb += [self.access[q].eq(sched.grant[q].valid) for q in range(Q)]
         m.d.comb += [self.addr[q].eq(sched.grant[q].line) for q in range(Q)]
         land_rows(m, [self.quad[j] for j in range(R)], [self.quad_data[q] for q in range(Q)],
-                  [self.land[j] for j in range(R)])
+                  [self.land[j] for j in range(R)], self.read_latency)
         return m

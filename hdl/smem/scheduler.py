@@ -7,7 +7,10 @@ that address is served by the same access (broadcast). Rows are requested throug
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Signal, unsigned
+import operator
+from functools import reduce
+
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -113,7 +116,15 @@ class BankScheduler(wiring.Component):
             lower = [el[j] & sq[self.pair(i, j)] for j in range(i)]
             m.d.comb += first[i].eq(el[i] & ~Cat(*lower).any() if lower else el[i])
         for q in range(Q):
-            self._grant(m, q, Cat(*[el[i] & in_quad[i][q] for i in range(R)]))
+            # the quad's choice is one-hot in `first`: its line is an AND-OR of the rows' lines
+            # (no priority encoder and index multiplexer after the eligibility, which a macro's
+            # address waits on)
+            mine = [first[i] & in_quad[i][q] for i in range(R)]
+            g = self.grant[q]
+            # (whether the quad is accessed needs no choice: a write enable waits on it)
+            m.d.comb += [g.valid.eq(Cat(*[el[i] & in_quad[i][q] for i in range(R)]).any()),
+                         g.row.eq(reduce(operator.or_, [Mux(mine[i], i, 0) for i in range(R)])),
+                         g.line.eq(reduce(operator.or_, [Mux(mine[i], self.line[i], 0) for i in range(R)]))]
         for i in range(R):
             # served with its quad's choice: that row, or a lower one with the same address
             same = [first[j] & sl[self.pair(i, j)] for j in range(i)]

@@ -66,7 +66,9 @@ class BankStage(wiring.Component):
     that the store port's producer holds its payload until ready.
 
     Latency: the first window is served the cycle after the take; a conflict-free window
-    takes one cycle; rows land (``progress.land``) the cycle after their read.
+    takes one cycle; rows land (``progress.land``) :attr:`LAND_AFTER` cycles after their read
+    (the macro's cycle, then a register on its output: the memory sits between registers on
+    both sides, and its read time does not share a cycle with the landing crossbar).
 
     Members
     -------
@@ -86,6 +88,9 @@ class BankStage(wiring.Component):
     second_blocked : In(1), with paired passes
         The ring's go-ahead for the second pass of the pair.
     """
+
+    #: cycles from a bank read to its rows in ``progress.land``
+    LAND_AFTER = 2
 
     def __init__(self, params: Params):
         self.params = p = params
@@ -110,7 +115,7 @@ class BankStage(wiring.Component):
         s["win"], s["lastwin"] = Signal(range(NW), name="f_win"), Signal(range(NW), name="f_lastwin")
         s["at_last"] = Signal(name="f_at_last")     # win == lastwin, a register
         xbar = m.submodules.crossbar = BankCrossbar(rows=W, quads=p.quads, line_bits=p.line_bits,
-                                                    pairs=p.precompare)
+                                                    pairs=p.precompare, read_latency=self.LAND_AFTER)
         # the window may be served this cycle, and the rows it serves
         s["ok"], s["served"] = Signal(name="f_win_ok"), Signal(W, name="f_served")
         s["done"], s["granted"] = Signal(name="f_win_done"), Signal(name="f_any_grant")
@@ -288,7 +293,8 @@ class BankStage(wiring.Component):
              "addr": [Signal(p.smem_addr_bits, name=f"f2_addr{i}", reset_less=True) for i in range(R)],
              "pending": Signal(R, name="f2_pending"), "ok": Signal(name="f2_ok"),
              "served": Signal(R, name="f2_served"), "finish": Signal(name="f2_finish")}
-        px = n["xbar"] = m.submodules.pair_crossbar = PairCrossbar(rows=R, quads=p.quads, line_bits=LB)
+        px = n["xbar"] = m.submodules.pair_crossbar = PairCrossbar(rows=R, quads=p.quads, line_bits=LB,
+                                                                     read_latency=self.LAND_AFTER)
         # both start once neither is blocked; then each goes on its own go-ahead
         m.d.comb += [s["pair_go"].eq(n["valid"] & ~self.second_blocked),
                      n["ok"].eq(n["valid"] & ~self.second_blocked & ~(s["pair"] & self.blocked))]
@@ -311,7 +317,8 @@ class BankStage(wiring.Component):
         m.d.comb += [pr.second_buf.eq(n["buf"]), pr.second_finished.eq(n["finish"]),
                      pr.second_count.eq(n["ok"] & n["pending"].any() & ~s["granted"])]
         land = pr.second_land
-        m.d.sync += [land.slots.eq(n["served"]), land.win.eq(0), land.buf.eq(n["buf"]), land.first.eq(n["start"])]
+        m.d.comb += land.eq(self._at_landing(m, "f2_land", {"slots": n["served"], "win": 0, "buf": n["buf"],
+                                                            "first": n["start"]}, land.shape()))
         self._half_swap(m, n["addr"], [px.land[j] for j in range(R)], pr.second_land_rows, "f2_", pairs_only=True)
         return n
 
@@ -364,13 +371,28 @@ class BankStage(wiring.Component):
         W = p.window
         win_first = Signal(range(p.row_blocks), name="f_win_first")   # the window's first ring block
         m.d.comb += win_first.eq(s["start"] + s["win"] * (W // BLOCK))
-        land_fmt = Signal(FMT_BITS, name="f_land_fmt")
-        m.d.sync += [land.slots.eq(Mux(s["load"], s["served"], 0)), land.win.eq(s["win"]),
-                     land.buf.eq(s["buf"]), land.first.eq(win_first), land_fmt.eq(s["fmt"])]
+        m.d.comb += land.eq(self._at_landing(m, "f_land", {"slots": Mux(s["load"], s["served"], 0), "win": s["win"],
+                                                           "buf": s["buf"], "first": win_first}, land.shape()))
+        land_fmt = self._at_landing(m, "f_land_fmt", s["fmt"])
         for q in range(p.quads):
+            # the memory's output, registered
+            rdata = Signal.like(self.banks.rdata[q], name=f"f_rdata{q}", reset_less=True)
+            m.d.sync += rdata.eq(self.banks.rdata[q])
             d = m.submodules[f"decompress{q}"] = Decompressor()
-            m.d.comb += [d.row.eq(self.banks.rdata[q]), d.fmt.eq(land_fmt), xbar.quad_data[q].eq(d.out)]
+            m.d.comb += [d.row.eq(rdata), d.fmt.eq(land_fmt), xbar.quad_data[q].eq(d.out)]
         self._half_swap(m, s["addr"], [xbar.land[j] for j in range(W)], self.progress.land_rows, "f_")
+
+    def _at_landing(self, m, name, value, shape=None):
+        """``value`` (as of a read) delayed to its rows' landing, :attr:`LAND_AFTER` cycles."""
+        if isinstance(value, dict):
+            v = Signal(shape, name=f"{name}_read")
+            m.d.comb += [getattr(v, k).eq(x) for k, x in value.items()]
+            value = v
+        for k in range(self.LAND_AFTER):
+            r = Signal.like(value, name=f"{name}{k}" if k < self.LAND_AFTER - 1 else name)
+            m.d.sync += r.eq(value)
+            value = r
+        return value
 
     def _half_swap(self, m, addr, rows, land_rows, prefix, pairs_only=False):
         """``land_rows[j]`` is ``rows[j]``, but that a wmma line narrower than a row (8 bytes)
@@ -381,8 +403,8 @@ class BankStage(wiring.Component):
         half_slots = sorted({j % W for inf in map(forms.info, range(len(forms.FORMS)))
                              if inf.wmma and inf.line_bytes < ROW_BYTES and (len(inf.passes) == 2 or not pairs_only)
                              for q in inf.passes for j in range(len(q))})
-        land_half = Signal(W, name=f"{prefix}land_half")
-        m.d.sync += [land_half[j].eq(addr[j][3]) for j in half_slots]
+        land_half = self._at_landing(m, f"{prefix}land_half", Cat(*[addr[j][3] if j in half_slots else C(0, 1)
+                                                                     for j in range(W)]))
         h = ROW_BITS // 2
         for j in range(W):
             row = rows[j]

@@ -2,7 +2,10 @@
 
 Combinational (latency 0). The checks come in the model's order (``tensorlsu.sim.model``
 ``_tmem_cells``): an unsupported form or reduction, then immHalfSplitoff, then the lanes (the
-warp's quadrant), then the columns (past the memory); the first that fails is the error.
+warp's quadrant), then the columns (past the memory); the first that fails is the error. The
+last one is given as its operands (``early``: the error of the others; ``col_last``: taddr's
+column plus the columns one access spans, less one), so that a caller may register them
+first: :func:`verdict` ends it.
 
 Assumes the quadrant index is fixed at build time; taddr's lane is in bits 31:16 and its
 column in bits 15:0.
@@ -19,12 +22,18 @@ from ..params import TmemParams
 from .plan import MAX_REGS, NUMS, SHAPES, cols_of, plan, schedule
 from .records import LANES, RedType, tmem_instr_layout
 
-__all__ = ["TmemCheck"]
+__all__ = ["TmemCheck", "verdict"]
 
 
 def _code(op: str, shape: str, num: int, pack: bool) -> int:
     """The form's code: num_log2, shape_id, pack, store, as the switch below reads them."""
     return NUMS.index(num) | SHAPES.index(shape) << 3 | int(pack) << 6 | int(op == "tcgen05.st") << 7
+
+
+def verdict(early, col_last, x2, split, columns: int):
+    """The instruction's error from :class:`TmemCheck`'s ``early`` and ``col_last``: the
+    columns check is the last (``x2``: 16x32bx2, whose second half lies immHalfSplitoff on)."""
+    return Mux(early != Error.NONE, early, Mux(col_last + Mux(x2, split, 0) >= columns, Error.COLUMNS, Error.NONE))
 
 
 class TmemCheck(wiring.Component):
@@ -33,7 +42,10 @@ class TmemCheck(wiring.Component):
     Members
     -------
     instr : In(tmem_instr_layout())
-    error : Out(Error)
+    early : Out(Error)
+        The first failing check but the columns'.
+    col_last : Out(17), x2 : Out(1)
+        taddr's column plus the columns one access spans, less one; the form is 16x32bx2.
     cls : Out
         The instruction's class in :func:`~tensorlsu.hdl.tmem.plan.schedule`.
     periods, nregs : Out
@@ -47,7 +59,7 @@ class TmemCheck(wiring.Component):
         sch = schedule(params.banks)
         super().__init__({
             "instr": In(tmem_instr_layout()),
-            "error": Out(Error),
+            "early": Out(Error), "col_last": Out(17), "x2": Out(1),
             "cls": Out(range(max(len(sch.keys), 2))),
             "periods": Out(range(MAX_REGS + 1)),
             "nregs": Out(range(MAX_REGS + 1)),
@@ -76,18 +88,16 @@ class TmemCheck(wiring.Component):
         red_ok = (wide | x2) & ~ins.pack & ~ins.store & (ins.num_log2 != 0)
         red_ok &= (ins.red_type == RedType.F32) | (~ins.abs & ~ins.nan)
         red_ok &= ins.red_type.as_value() != 3
-        last_col = col0 + span - 1 + Mux(x2, ins.split, 0)
+        m.d.comb += [self.col_last.eq(col0 + span - 1), self.x2.eq(x2)]
         with m.If(~known | (ins.red & ~red_ok)):
-            m.d.comb += self.error.eq(Error.UNSUPPORTED)
+            m.d.comb += self.early.eq(Error.UNSUPPORTED)
         with m.Elif(x2 & (~ins.has_split | (ins.split < 0) | (ins.store & (ins.split < span)))):
-            m.d.comb += self.error.eq(Error.SPLIT)
+            m.d.comb += self.early.eq(Error.SPLIT)
         with m.Elif(~x2 & ins.has_split):
-            m.d.comb += self.error.eq(Error.SPLIT)
+            m.d.comb += self.early.eq(Error.SPLIT)
         with m.Elif((ins.warp != self.quadrant) | (lane0 < base)
                     | (lane0 + Mux(wide, LANES, LANES // 2) > base + LANES)):
-            m.d.comb += self.error.eq(Error.QUADRANT)
-        with m.Elif(last_col >= self.params.columns):
-            m.d.comb += self.error.eq(Error.COLUMNS)
+            m.d.comb += self.early.eq(Error.QUADRANT)
         m.d.comb += self.lane_off.eq(lane0 - base)
         return m
 

@@ -11,8 +11,10 @@ writes up to four whole columns, two groups of one column or two of opposite off
 ======  ============  ===========================================================
 stage   component     what it does
 ======  ============  ===========================================================
-—       TmemCheck     checks the instruction, decodes its class (latency 0)
-S       TmemSteps     walks the instruction's steps, gives the column addresses
+D1, D2  TmemDecode    checks the instruction, decodes its class (TmemCheck); its first
+                      step's row and column addresses
+S       TmemSteps     walks the instruction's steps; each step's row and column
+                      addresses are registers, made a step ahead
 M       TmemBanks     banks by column parity, two read-or-write ports each; fill / dump
 A, P    TmemLoad      load: a step's words aligned to the form's lanes (A, TmemGather),
                       placed into the beat's registers (P)
@@ -25,7 +27,8 @@ R       TmemResult    the instructions in flight and their result beats; .red: f
 The quadrant itself holds the issue side: the newest instruction's class, whether its steps
 have all issued (a load) or been written (a store), and each bank port's address in the step.
 
-Latency and rate (loads): the first step is issued the cycle after the instruction is taken;
+Latency and rate (loads): an instruction taken at the port reaches the sequencer two cycles
+later (the decode stage); its first step is issued the cycle after;
 the memory answers one cycle later; the words are aligned the next, and a beat leaves the
 cycle after its last step's words were placed (x1: four cycles from acceptance).
 A beat of one or two registers every one or two steps (:func:`~tensorlsu.hdl.tmem.plan.plan`);
@@ -50,7 +53,7 @@ from amaranth.lib.wiring import In, Out
 from ..codes import Error
 from ..params import TmemParams
 from .banks import TmemBanks, pick, row_of
-from .check import TmemCheck
+from .decode import TmemDecode
 from .load import TmemLoad
 from .plan import PORTS_PER_BANK, SHAPES
 from .records import COPY_ROWS, LANES, tmem_copy_signature, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
@@ -107,7 +110,7 @@ class TmemQuadrant(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, ports = self.params, PORTS_PER_BANK
-        m.submodules.check = check = TmemCheck(p, self.quadrant)
+        m.submodules.decode = decode = TmemDecode(p, self.quadrant)
         m.submodules.steps = steps = TmemSteps(p.banks)
         m.submodules.banks = banks = TmemBanks(p)
         m.submodules.load = load = TmemLoad(p)
@@ -120,22 +123,26 @@ class TmemQuadrant(wiring.Component):
         wiring.connect(m, result.result, wiring.flipped(self.result))
 
         # -- the issue side: the newest instruction's steps, reads and writes ---------------
-        ins = self.instr.payload
+        wiring.connect(m, wiring.flipped(self.instr), decode.instr)
+        dec = decode.decoded
+        check, ins = dec.payload, dec.payload.instr
         is_store, refusing = Signal(), Signal()                 # refusing: drain, then one beat
         lane_off, wide = Signal(range(LANES + 1)), Signal()     # wide: 32x32b
         issued_all, written_all = Signal(), Signal()
         accept, early, issuing, writing = Signal(), Signal(), Signal(), Signal()
         busy = result.busy
-        # fill and dump go first while idle (they use port 1, which an instruction's steps need)
-        m.d.comb += [check.instr.eq(ins),
-                     self.instr.ready.eq((~busy | early) & ~banks.dump_pending & ~self.fill.valid
-                                         & ~self.dump_req.valid & ~self.hold),
-                     accept.eq(self.instr.valid & self.instr.ready), self.idle.eq(~busy & ~banks.dump_pending)]
+        # fill and dump go first while idle (they use port 1, which an instruction's steps
+        # need): the port takes no instruction while one is offered or a dumped column waits,
+        # and they wait for the instructions taken before them (the decode stage's too)
+        m.d.comb += [decode.stall.eq(banks.dump_pending | self.fill.valid | self.dump_req.valid | self.hold),
+                     dec.ready.eq((~busy | early) & ~self.hold),
+                     accept.eq(dec.valid & dec.ready),
+                     self.idle.eq(~busy & ~banks.dump_pending & ~decode.busy)]
         with m.If(accept):
             m.d.sync += [is_store.eq(ins.store), refusing.eq(check.error != Error.NONE),
                          lane_off.eq(check.lane_off), wide.eq(ins.shape_id == SHAPES.index("32x32b"))]
-        m.d.comb += [steps.start.eq(accept), steps.cls.eq(check.cls), steps.periods.eq(check.periods),
-                     steps.col.eq(ins.taddr[:16]), steps.split.eq(ins.split), steps.advance.eq(issuing | writing)]
+        m.d.comb += [steps.start.eq(accept), steps.first.eq(check.first), steps.cls.eq(check.cls),
+                     steps.periods.eq(check.periods), steps.advance.eq(issuing | writing)]
         m.d.comb += [issuing.eq(busy & ~is_store & ~refusing & ~issued_all & load.can_issue),
                      writing.eq(busy & is_store & ~refusing & store.held_valid),
                      # the next instruction may come in with a load's last step (its steps start
@@ -160,7 +167,7 @@ class TmemQuadrant(wiring.Component):
         # ports): the port is there, unused, and builds nothing
         copying = self.copy.valid if p.banks == 2 else Const(0)
         m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store | copying),
-                     banks.busy.eq(busy | self.hold)]
+                     banks.busy.eq(busy | self.hold | decode.busy)]
 
         # -- load, store and result sides ------------------------------------------------------
         step = load.step
@@ -170,7 +177,8 @@ class TmemQuadrant(wiring.Component):
                      load.beat_free.eq(result.beat_free)]
         m.d.comb += [store.start.eq(accept), store.nregs.eq(check.nregs), store.take.eq(busy & is_store),
                      store.refusing.eq(refusing), store.writing.eq(writing), store.last_step.eq(steps.last_step),
-                     store.var.eq(steps.var), store.on.eq(steps.on), store.wide.eq(wide),
+                     store.var.eq(steps.var), store.first_var.eq(check.first.var), store.advance.eq(steps.advance),
+                     store.on.eq(steps.on), store.wide.eq(wide),
                      store.lane_off.eq(lane_off), store.parity.eq(parity)]
         cp = self.copy.payload
         for b in range(p.banks):

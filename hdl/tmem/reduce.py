@@ -1,10 +1,12 @@
 """The reduction of a ``tcgen05.ld.red``: the min or max of every thread's destination
 registers, folded as the register beats leave.
 
-Latency: each ``fold`` (a register beat taken) updates the running value at the clock edge (its
-two registers compared with the kept value and with each other at once, one comparator deep);
-``redval`` is combinational from it, so it is whole the cycle after the last register beat.
-``clear`` (a new instruction) starts over.
+Latency: two register stages. A ``fold`` (a register beat taken) registers the beat's two
+inputs as order keys with their flags and the second against the first (stage 1); the next
+cycle they are compared with the kept value and the running value is updated (stage 2, one
+comparator deep). ``redval`` is combinational from it, so it is whole :attr:`TmemReduce.LATENCY`
+cycles after the last register beat is taken. ``clear`` (a new instruction) starts over and
+drops a fold still in stage 1 (the instruction before's).
 
 The reduction as defined in docs/ARCHITECTURE.md: .u32 / .s32 compare as integers; .f32
 orders −0.0 below +0.0, skips NaN inputs (a NaN result only when every input is NaN, or with
@@ -35,7 +37,9 @@ def order_key(m, v, red_type, name):
 
 
 class TmemReduce(wiring.Component):
-    """Members
+    """The running min / max of every thread, kept as order keys (:func:`order_key`).
+
+    Members
     -------
     beat : In(beat_layout())
         The register beat leaving; ``two``: its second register is present.
@@ -44,6 +48,9 @@ class TmemReduce(wiring.Component):
     red_type : In(RedType)
     redval : Out(ArrayLayout(unsigned(32), LANES))
     """
+
+    #: cycles from a fold to ``redval`` holding it
+    LATENCY = 2
 
     def __init__(self):
         super().__init__({
@@ -55,39 +62,48 @@ class TmemReduce(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         f32 = self.red_type == RedType.F32
+        signed_ = f32 | (self.red_type == RedType.S32)
 
         def better(new_key, old_key):
             # equal keys are equal values, so taking either is the same
             return (new_key < old_key) ^ self.red_max
+        # stage 1 holds a fold (not one of the instruction before a clear)
+        pend = Signal(name="red_pend")
+        m.d.sync += pend.eq(self.fold & ~self.clear)
         for t in range(LANES):
-            best = Signal(32, name=f"best{t}")      # the value kept so far
-            seen = Signal(name=f"seen{t}")          # a non-NaN value was kept
-            nan_in = Signal(name=f"nan_in{t}")      # a NaN input was seen
-            # the two inputs against the kept value and against each other, all at once (not
-            # one fold after the other): one comparator deep
-            mags, keys, ok, nan_now = [], [], [], []
+            # stage 1: the inputs' keys, whether each is a value (present, not NaN) and whether
+            # either is a NaN, and the second against the first
+            s1 = Signal(data.StructLayout({"key0": 32, "key1": 32, "ok0": 1, "ok1": 1, "nan": 1, "b10": 1}),
+                        name=f"red_s1_{t}")
+            keys, ok, nan_now = [], [], []
             for j in (0, 1):
                 val = self.beat[j][t]
                 mag = Signal(32, name=f"in{t}_{j}")
                 m.d.comb += mag.eq(Mux(f32 & self.abs, val & 0x7FFFFFFF, val))
                 isnan = f32 & (mag[23:31] == 0xFF) & (mag[:23] != 0)
                 present = 1 if j == 0 else self.two
-                mags.append(mag)
                 keys.append(order_key(m, mag, self.red_type, f"{t}_{j}_in"))
                 ok.append(present & ~isnan)
                 nan_now.append(present & isnan)
-            kept_key = order_key(m, best, self.red_type, f"{t}_kept")
-
+            with m.If(self.fold):
+                m.d.sync += [s1.key0.eq(keys[0]), s1.key1.eq(keys[1]), s1.ok0.eq(ok[0]), s1.ok1.eq(ok[1]),
+                             s1.nan.eq(nan_now[0] | nan_now[1]), s1.b10.eq(better(keys[1], keys[0]))]
+            # stage 2: against the kept key
+            best = Signal(32, name=f"best{t}")      # the key kept so far
+            seen = Signal(name=f"seen{t}")          # a non-NaN value was kept
+            nan_in = Signal(name=f"nan_in{t}")      # a NaN input was seen
             take0, take1 = Signal(name=f"take{t}_0"), Signal(name=f"take{t}_1")
-            m.d.comb += [take0.eq(ok[0] & (~seen | better(keys[0], kept_key))),
+            m.d.comb += [take0.eq(s1.ok0 & (~seen | better(s1.key0, best))),
                          # the second input against what the first fold kept
-                         take1.eq(ok[1] & (~(seen | take0) | Mux(take0, better(keys[1], keys[0]),
-                                                                  better(keys[1], kept_key))))]
-            cur = (Mux(take1, mags[1], Mux(take0, mags[0], best)), seen | take0 | take1,
-                   nan_in | nan_now[0] | nan_now[1])
+                         take1.eq(s1.ok1 & (~(seen | take0) | Mux(take0, s1.b10, better(s1.key1, best))))]
             with m.If(self.clear):
                 m.d.sync += [seen.eq(0), nan_in.eq(0)]
-            with m.Elif(self.fold):
-                m.d.sync += [best.eq(cur[0]), seen.eq(cur[1]), nan_in.eq(cur[2])]
-            m.d.comb += self.redval[t].eq(Mux(nan_in & (self.nan | ~seen), CANONICAL_NAN, best))
+            with m.Elif(pend):
+                m.d.sync += [best.eq(Mux(take1, s1.key1, Mux(take0, s1.key0, best))), seen.eq(seen | take0 | take1),
+                             nan_in.eq(nan_in | s1.nan)]
+            # the kept value from its key (the key's transform is its own inverse but for the
+            # sign bit, read back first)
+            sign = best[31] ^ signed_
+            value = Cat(best[:31] ^ (f32 & sign).replicate(31), sign)
+            m.d.comb += self.redval[t].eq(Mux(nan_in & (self.nan | ~seen), CANONICAL_NAN, value))
         return m

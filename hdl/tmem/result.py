@@ -61,12 +61,16 @@ class TmemResult(wiring.Component):
         res, busy, queued = self.result.payload, self.busy, self.queued
         issue_ctx, res_ctx = Signal(context_layout()), Signal(context_layout())   # the newest; the result side's
         res_valid, res_taken, finishing = Signal(), Signal(), Signal()
-        state = Signal(range(3))    # 0 register beats, 1 redval beat, 2 completion / refusal beat
+        # 0 register beats, 1 redval beat, 2 completion / refusal beat, 3 the last register beat's
+        # fold on its way (the redval beat follows once the reduction holds it)
+        state = Signal(range(4))
+        assert TmemReduce.LATENCY == 2, "one cycle of state 3 covers the reduction's second stage"
         # a .red load's last register beat and its redval beat keep the next instruction's
         # beats back (the redval beat does not come from the beat register)
         redval_ahead = Signal()
         m.d.comb += [self.result.valid.eq(res_valid), res_taken.eq(res_valid & self.result.ready),
-                     redval_ahead.eq((state == 1) | (res_valid & (state == 0) & self.beat.final & res_ctx.red)),
+                     redval_ahead.eq((state == 1) | (state == 3) |
+                                     (res_valid & (state == 0) & self.beat.final & res_ctx.red)),
                      self.beat_free.eq(~redval_ahead & (~res_valid | self.result.ready))]
         # the result side takes an instruction on (and clears the reduction) when it is accepted
         # onto an idle or finishing result side, or when the one before it finishes
@@ -87,7 +91,9 @@ class TmemResult(wiring.Component):
             with m.Case(0):
                 m.d.comb += [res.kind.eq(Kind.REGS), res.last.eq(self.beat.final & ~res_ctx.red)]
                 with m.If(res_taken & self.beat.final & res_ctx.red):
-                    m.d.sync += [state.eq(1), res_valid.eq(1)]
+                    m.d.sync += state.eq(3)
+            with m.Case(3):
+                m.d.sync += [state.eq(1), res_valid.eq(1)]
             with m.Case(1):
                 m.d.comb += [res.kind.eq(Kind.REDVAL), res.last.eq(1), res.data[0].eq(reduce.redval)]
             with m.Case(2):

@@ -1,8 +1,10 @@
 """The store side of a quadrant: places a beat's source registers into the columns a step
 writes.
 
-Combinational (latency 0): from the beat held for the step (two registers, or one) and the
-step's row of the step table (``var``), the words to write (one column of all 32 lanes per
+Combinational (latency 0) from the beat held for the step (two registers, or one) and the
+step's selects, which are registers: the step table's row (``var``) is followed as the
+sequencer walks it (``start`` with the instruction's first row, ``advance``), and each row's
+selects are read from their table a cycle ahead. Gives the words to write (one column of all 32 lanes per
 access of the step) and, per access, which lanes to write. With .unpack::16b a register's halves go to the low 16 bits of
 two columns, whose upper 16 bits are written zero (docs/ARCHITECTURE.md).
 
@@ -17,10 +19,11 @@ from amaranth import Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.rom import candidates, select, selects
+from ..lib.rom import candidates, select, selects_ahead
 from .lanes import to_physical
 from .plan import BANKS, accesses, schedule
 from .records import LANES, beat_layout
+from .steps import successors
 
 __all__ = ["TmemScatter", "sources"]
 
@@ -51,8 +54,10 @@ class TmemScatter(wiring.Component):
     -------
     beat : In(beat_layout())
         The beat's source registers of every thread (slot 1 unused in a one-register beat).
-    var : In
-        The step row (:func:`~tensorlsu.hdl.tmem.plan.schedule`).
+    start, first_var : In
+        The sequencer starts an instruction at its row ``first_var`` at this edge.
+    advance, var : In
+        The sequencer moves on from its row ``var`` at this edge.
     wide : In(1)
         The form is 32x32b (all 32 lanes, from the quadrant's first).
     lane_off : In
@@ -67,7 +72,8 @@ class TmemScatter(wiring.Component):
         nvar = len(schedule(banks).variants)
         super().__init__({
             "beat": In(beat_layout()),
-            "var": In(range(max(nvar, 2))),
+            "start": In(1), "first_var": In(range(max(nvar, 2))),
+            "advance": In(1), "var": In(range(max(nvar, 2))),
             "wide": In(1),
             "lane_off": In(range(LANES + 1)),
             "words": Out(data.ArrayLayout(unsigned(32 * LANES), accesses(banks))),
@@ -78,7 +84,8 @@ class TmemScatter(wiring.Component):
         m = Module()
         nvar = len(schedule(self.banks).variants)
         cands, table = sources(self.banks)
-        sel_of = selects(m, self.var, cands, table, nvar)
+        sel_of = selects_ahead(m, cands, table, nvar, "selects",
+                               [(self.start, self.first_var, None), (self.advance, self.var, successors(self.banks))])
 
         for k in range(accesses(self.banks)):
             virt_word, virt_on = [], []

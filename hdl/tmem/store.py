@@ -38,6 +38,9 @@ class TmemStore(wiring.Component):
         The held beat is written this step; it is the beat's last step.
     var, on, wide, lane_off : In
         The step's placement (:class:`~tensorlsu.hdl.tmem.steps.TmemSteps`) and the form's.
+    first_var, advance : In
+        The first row of the instruction ``start`` starts; the sequencer moves on (the
+        placement's selects follow the sequencer a cycle ahead).
     addr, parity : In
         The step's address of each bank port and each group's parity (the quadrant's).
     held_valid : Out(1)
@@ -56,7 +59,8 @@ class TmemStore(wiring.Component):
             "store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))),
             "start": In(1), "nregs": In(range(MAX_REGS + 1)), "take": In(1), "refusing": In(1),
             "writing": In(1), "last_step": In(1),
-            "var": In(range(max(nvar, 2))), "on": In(accesses(p.banks)), "wide": In(1),
+            "var": In(range(max(nvar, 2))), "first_var": In(range(max(nvar, 2))), "advance": In(1),
+            "on": In(accesses(p.banks)), "wide": In(1),
             "lane_off": In(range(LANES + 1)),
             "addr": In(range(depth)).array(p.banks, ports), "parity": In(ports),
             "held_valid": Out(1), "drained": Out(1),
@@ -72,7 +76,8 @@ class TmemStore(wiring.Component):
         pending_slot, pending_full, pair = Signal(), Signal(), Signal()
         drain = Signal(range(MAX_REGS + 1))                     # registers still to take
         held_valid, writing, done_beat = self.held_valid, self.writing, self.writing & self.last_step
-        m.d.comb += [scatter.beat.eq(held), scatter.var.eq(self.var), scatter.wide.eq(self.wide),
+        m.d.comb += [scatter.beat.eq(held), scatter.var.eq(self.var), scatter.start.eq(self.start),
+                     scatter.first_var.eq(self.first_var), scatter.advance.eq(self.advance), scatter.wide.eq(self.wide),
                      scatter.lane_off.eq(self.lane_off), self.drained.eq(drain == 0)]
         enables = [scatter.lanes[k] & self.on[k].replicate(LANES) for k in range(len(self.on))]
         for g in range(PORTS_PER_BANK):

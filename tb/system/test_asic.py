@@ -81,6 +81,32 @@ def test_an_adder_keeps_its_prefix_tree(tmp_path):
     assert reg["cells"] <= 12 and reg["slack_ps"] > 100, reg
 
 
+class _CopiedRegister(Elaboratable):
+    """One register and a copy of it (the same input), each driving its own logic."""
+
+    def __init__(self, keep: bool):
+        self.keep, self.a, self.x, self.y, self.z = keep, Signal(8), Signal(8), Signal(8), Signal(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        attrs = {"keep": 1} if self.keep else {}
+        r, copy = Signal(8, attrs=attrs), Signal(8, attrs=attrs)
+        m.d.sync += [r.eq(self.a), copy.eq(self.a), self.y.eq(r & self.x), self.z.eq(copy ^ self.x)]
+        return m
+
+
+def test_registers_marked_keep_stay_copies(tmp_path):
+    """A register copied on purpose (its wire says ``keep``) keeps its own flip-flops; an
+    unmarked copy is merged into the original."""
+    ffs = {}
+    for keep in (False, True):
+        dut = _CopiedRegister(keep)
+        row = asic.run("copies", rtlil.convert(dut, name="top", ports=[dut.a, dut.x, dut.y, dut.z]),
+                       tmp_path / f"copies{int(keep)}", say=lambda *a: None)
+        ffs[keep] = row["ffs"]
+    assert ffs[True] == ffs[False] + 8, ffs
+
+
 def test_component_of_names_the_top_level_component():
     assert asic.component_of("fetch.rows.lane3[0][63]_reg/D") == "fetch"
     assert asic.component_of("dut.steps.var[3]_reg/D") == "steps"
