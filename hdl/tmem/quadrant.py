@@ -56,7 +56,15 @@ from .banks import TmemBanks, pick, row_of
 from .decode import TmemDecode
 from .load import TmemLoad
 from .plan import PORTS_PER_BANK, SHAPES
-from .records import COPY_ROWS, LANES, tmem_copy_signature, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
+from .records import (
+    COPY_ROWS,
+    LANES,
+    tmem_copy_layout,
+    tmem_copy_signature,
+    tmem_fill_layout,
+    tmem_instr_layout,
+    tmem_result_layout,
+)
 from .result import TmemResult
 from .steps import TmemSteps
 from .store import TmemStore
@@ -83,8 +91,8 @@ class TmemQuadrant(wiring.Component):
         No instruction in flight.
     copy : In(tmem_copy_signature(columns))
         A tcgen05.cp step's write (:class:`~tensorlsu.hdl.copy.stage.CopyStage`): four columns
-        from ``col``, in the cycle it is offered, through both ports of both banks (with one
-        bank, the copy is not offered).
+        from ``col``, taken in the cycle it is offered and written the next, through both ports
+        of both banks (with one bank, the copy is not offered).
     hold : In(1)
         A copy holds the quadrant: no instruction, fill or dump is taken.
     """
@@ -164,10 +172,15 @@ class TmemQuadrant(wiring.Component):
             for g in range(ports):
                 m.d.comb += banks.addr[b][g].eq(row_of(p.banks, pick(p.banks, b, g, list(steps.addr), parity[g])))
         # with one bank a quadrant takes no copy (its four columns a step need both banks'
-        # ports): the port is there, unused, and builds nothing
-        copying = self.copy.valid if p.banks == 2 else Const(0)
+        # ports): the port is there, unused, and builds nothing. The copy's write is registered
+        # before it joins the store's at the memory's inputs (written a cycle after it is
+        # offered: fill and dump wait for it, and no instruction reaches the memory that soon)
+        cp_valid = Signal(name="copy_valid")
+        cp = Signal(tmem_copy_layout(p.columns), name="copy_write", reset_less=True)
+        m.d.sync += [cp_valid.eq(self.copy.valid), cp.eq(self.copy.payload)]
+        copying = cp_valid if p.banks == 2 else Const(0)
         m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store | copying),
-                     banks.busy.eq(busy | self.hold | decode.busy)]
+                     banks.busy.eq(busy | self.hold | decode.busy | copying)]
 
         # -- load, store and result sides ------------------------------------------------------
         step = load.step
@@ -180,7 +193,6 @@ class TmemQuadrant(wiring.Component):
                      store.var.eq(steps.var), store.first_var.eq(check.first.var), store.advance.eq(steps.advance),
                      store.on.eq(steps.on), store.wide.eq(wide),
                      store.lane_off.eq(lane_off), store.parity.eq(parity)]
-        cp = self.copy.payload
         for b in range(p.banks):
             for g in range(ports):
                 m.d.comb += [load.rdata[b][g].eq(banks.rdata[b][g]), store.addr[b][g].eq(banks.addr[b][g])]
