@@ -18,7 +18,7 @@ from . import forms
 from .forms import BLOCK
 
 __all__ = ["LoadShuffle", "ShuffleNetwork", "ShuffleSelect", "StoreShuffle", "beat_rows",
-           "shuffle_select_layout"]
+           "shuffle_select_layout", "store_pattern"]
 
 _ROW_WORDS = ROW_BITS // 32
 _WINDOW = forms.SLOTS  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
@@ -286,9 +286,25 @@ def _store_plan():
     return patterns, of_form
 
 
+def store_pattern(m, form, name: str = "store_pattern"):
+    """The byte pattern of stmatrix form ``form``'s beats (:class:`StoreShuffle`), a signal."""
+    patterns, of_form = _store_plan()
+    pat = Signal(range(len(patterns)), name=name)
+    with m.Switch(form):
+        for f, k in of_form.items():
+            with m.Case(f):
+                m.d.comb += pat.eq(k)
+    return pat
+
+
 class StoreShuffle(wiring.Component):
     """Combinational: source beat ``beat`` of stmatrix form ``form`` (32 lanes × 32 bits) as
     the 8 rows of the group it stores (``group``), byte for byte as the form's table says.
+
+    With ``copies``, the rows follow the form's byte pattern as given (``pat``,
+    :func:`store_pattern`, registered by the caller), in that many equal copies, each driving
+    its share of the rows (the pattern is not decoded from ``form`` in front of the
+    multiplexers).
 
     Members
     -------
@@ -297,24 +313,26 @@ class StoreShuffle(wiring.Component):
     data : In(ArrayLayout(32, lanes))
     rows : Out(ArrayLayout(128, 8))
     group : Out(range(lanes // 8))
+    pat : In(ArrayLayout(range(patterns), copies)), with ``copies``
     """
 
-    def __init__(self, *, lanes: int = 32, form_bits: int = 7):
-        self.lanes = lanes
+    def __init__(self, *, lanes: int = 32, form_bits: int = 7, copies: int = 0):
+        self.lanes, self.copies = lanes, copies
+        npat = len(_store_plan()[0])
         super().__init__({
             "form": In(form_bits), "beat": In(range(lanes + 1)),
             "data": In(data.ArrayLayout(unsigned(32), lanes)),
             "rows": Out(data.ArrayLayout(unsigned(ROW_BITS), GROUP_ROWS)),
-            "group": Out(range(lanes // GROUP_ROWS))})
+            "group": Out(range(lanes // GROUP_ROWS)),
+            **({"pat": In(data.ArrayLayout(range(npat), copies))} if copies else {})})
 
     def elaborate(self, platform):
         m = Module()
         patterns, of_form = _store_plan()
-        pat = Signal(range(len(patterns)))
+        pats = [self.pat[k] for k in range(self.copies)] if self.copies else [store_pattern(m, self.form, "pat")]
         with m.Switch(self.form):
             for f, k in of_form.items():
                 with m.Case(f):
-                    m.d.comb += pat.eq(k)
                     with m.Switch(self.beat):
                         for r in range(forms.info(f).nregs):
                             with m.Case(r):
@@ -323,6 +341,7 @@ class StoreShuffle(wiring.Component):
         lane_byte = [flat[8 * i:8 * i + 8] for i in range(4 * self.lanes)]
         where = [{(row, byte): i for i, (row, byte) in enumerate(p)} for p in patterns]
         for j in range(GROUP_ROWS):
+            pat = pats[j * len(pats) // GROUP_ROWS]
             for byte in range(16):
                 m.d.comb += self.rows[j][8 * byte:8 * byte + 8].eq(
                     mux_tree(pat, [lane_byte[w[(j, byte)]] for w in where]))

@@ -12,7 +12,7 @@ from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES, Params
 from ..pipeline import forms
 from ..pipeline.forms import BLOCK
 from ..pipeline.records import CYCLE_BITS, FORM_BITS, ProgressSignature, TakeSignature
-from ..pipeline.shuffle import StoreShuffle
+from ..pipeline.shuffle import StoreShuffle, store_pattern
 from .banks import BankPortSignature
 from .crossbar import BankCrossbar
 from .decompress import Decompressor
@@ -91,6 +91,8 @@ class BankStage(wiring.Component):
 
     #: cycles from a bank read to its rows in ``progress.land``
     LAND_AFTER = 2
+    #: copies of a direct store's byte pattern register (:class:`StoreShuffle`)
+    PATTERN_COPIES = 4
 
     def __init__(self, params: Params):
         self.params = p = params
@@ -330,7 +332,8 @@ class BankStage(wiring.Component):
         p, s, tk, owed = self.params, self._s, self.take, self._owed
         R, W = p.lanes, p.window
         c = tk.pass_.consts
-        sshuf = m.submodules.store_shuffle = StoreShuffle(lanes=R, form_bits=FORM_BITS)
+        sshuf = m.submodules.store_shuffle = StoreShuffle(lanes=R, form_bits=FORM_BITS,
+                                                          copies=self.PATTERN_COPIES if p.store_direct else 0)
         pre = Signal(name="f_pre")
         own = Signal(name="f_store_own")        # the bank stage's ready for its own beat
         hs = self.store.valid & own
@@ -345,6 +348,14 @@ class BankStage(wiring.Component):
                          own.eq(s["valid"] & ~s["load"] & s["done"] & ~owed.ahead)]
             m.d.comb += [sshuf.form.eq(s["form"]), sshuf.beat.eq(s["win"]), sshuf.data.eq(self.store.payload)]
             m.d.comb += [xbar.rows[j].eq(sshuf.rows[j]) for j in range(W)]
+            # the form's byte pattern, registered in copies as the form is (each drives a share
+            # of the row multiplexers in front of the memories' write data)
+            pattern = store_pattern(m, tk.pass_.form, "f_take_store_pattern")
+            for k in range(self.PATTERN_COPIES):
+                copy = Signal.like(pattern, name=f"f_store_pattern{k}", attrs={"keep": 1})
+                with m.If(self.free):
+                    m.d.sync += copy.eq(pattern)
+                m.d.comb += sshuf.pat[k].eq(copy)
             return pre
         # The first beat of the next stmatrix may arrive in the cycle the current one writes
         # its last rows (it fills other rows, or rows already read): stores run back to back.
