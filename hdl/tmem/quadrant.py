@@ -59,7 +59,6 @@ from .plan import PORTS_PER_BANK, SHAPES
 from .records import (
     COPY_ROWS,
     LANES,
-    tmem_copy_layout,
     tmem_copy_signature,
     tmem_fill_layout,
     tmem_instr_layout,
@@ -172,12 +171,12 @@ class TmemQuadrant(wiring.Component):
             for g in range(ports):
                 m.d.comb += banks.addr[b][g].eq(row_of(p.banks, pick(p.banks, b, g, list(steps.addr), parity[g])))
         # with one bank a quadrant takes no copy (its four columns a step need both banks'
-        # ports): the port is there, unused, and builds nothing. The copy's write is registered
-        # before it joins the store's at the memory's inputs (written a cycle after it is
-        # offered: fill and dump wait for it, and no instruction reaches the memory that soon)
+        # ports): the port is there, unused, and builds nothing. The copy's write goes through
+        # the store's write registers (W), so the memory's inputs come from registers alone
+        # (written a cycle after it is offered: fill and dump wait for it, and no instruction
+        # reaches the memory that soon)
         cp_valid = Signal(name="copy_valid")
-        cp = Signal(tmem_copy_layout(p.columns), name="copy_write", reset_less=True)
-        m.d.sync += [cp_valid.eq(self.copy.valid), cp.eq(self.copy.payload)]
+        m.d.sync += cp_valid.eq(self.copy.valid)
         copying = cp_valid if p.banks == 2 else Const(0)
         m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store | copying),
                      banks.busy.eq(busy | self.hold | decode.busy | copying)]
@@ -192,7 +191,9 @@ class TmemQuadrant(wiring.Component):
                      store.refusing.eq(refusing), store.writing.eq(writing), store.last_step.eq(steps.last_step),
                      store.var.eq(steps.var), store.first_var.eq(check.first.var), store.advance.eq(steps.advance),
                      store.on.eq(steps.on), store.wide.eq(wide),
-                     store.lane_off.eq(lane_off), store.parity.eq(parity)]
+                     store.lane_off.eq(lane_off), store.parity.eq(parity),
+                     store.copy.eq(self.copy.valid if p.banks == 2 else 0)]
+        cp = self.copy.payload
         for b in range(p.banks):
             for g in range(ports):
                 m.d.comb += [load.rdata[b][g].eq(banks.rdata[b][g]), store.addr[b][g].eq(banks.addr[b][g])]
@@ -200,12 +201,10 @@ class TmemQuadrant(wiring.Component):
                 # at a multiple of 4: two even, two odd); lane l takes row l mod 8
                 j = PORTS_PER_BANK * g + b
                 copy_word = Cat(*[cp.rows[lane % COPY_ROWS][32 * j:32 * j + 32] for lane in range(LANES)])
-                with m.If(copying):
-                    m.d.comb += [banks.w_addr[b][g].eq(row_of(p.banks, cp.col + j)), banks.w_data[b][g].eq(copy_word),
-                                 banks.w_en[b][g].eq(cp.lanes)]
-                with m.Else():
-                    m.d.comb += [banks.w_addr[b][g].eq(store.w_addr[b][g]),
-                                 banks.w_data[b][g].eq(store.w_data[b][g]), banks.w_en[b][g].eq(store.w_en[b][g])]
+                m.d.comb += [store.copy_addr[b][g].eq(row_of(p.banks, cp.col + j)), store.copy_data[b][g].eq(copy_word),
+                             store.copy_en[b][g].eq(cp.lanes),
+                             banks.w_addr[b][g].eq(store.w_addr[b][g]), banks.w_data[b][g].eq(store.w_data[b][g]),
+                             banks.w_en[b][g].eq(store.w_en[b][g])]
         ctx = result.ctx
         m.d.comb += [result.accept.eq(accept), ctx.err.eq(check.error), ctx.red.eq(ins.red),
                      ctx.red_max.eq(ins.red_max), ctx.red_type.eq(ins.red_type), ctx.abs.eq(ins.abs),

@@ -3,7 +3,7 @@ and the writes registered (stage W)."""
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,8 +47,14 @@ class TmemStore(wiring.Component):
         A beat is held for writing.
     drained : Out(1)
         Every register of the instruction has been taken.
+    copy : In(1)
+        A copy's write is offered (:class:`~tensorlsu.hdl.copy.stage.CopyStage`): it takes the
+        write registers this cycle (no store writes while a copy holds the quadrant).
+    copy_addr, copy_data, copy_en : In, per bank and port
+        The copy's write.
     w_addr, w_data, w_en : Out, per bank and port
-        The registered writes (:class:`~tensorlsu.hdl.tmem.banks.TmemBanks`).
+        The registered writes (:class:`~tensorlsu.hdl.tmem.banks.TmemBanks`), the store's or
+        the copy's.
     """
 
     def __init__(self, params: TmemParams):
@@ -63,7 +69,10 @@ class TmemStore(wiring.Component):
             "on": In(accesses(p.banks)), "wide": In(1),
             "lane_off": In(range(LANES + 1)),
             "addr": In(range(depth)).array(p.banks, ports), "parity": In(ports),
-            "held_valid": Out(1), "drained": Out(1),
+            "held_valid": Out(1), "drained": Out(1), "copy": In(1),
+            "copy_addr": In(range(depth)).array(p.banks, ports),
+            "copy_data": In(unsigned(32 * LANES)).array(p.banks, ports),
+            "copy_en": In(LANES).array(p.banks, ports),
             "w_addr": Out(range(depth)).array(p.banks, ports),
             "w_data": Out(unsigned(32 * LANES)).array(p.banks, ports),
             "w_en": Out(LANES).array(p.banks, ports)})
@@ -82,10 +91,11 @@ class TmemStore(wiring.Component):
         enables = [scatter.lanes[k] & self.on[k].replicate(LANES) for k in range(len(self.on))]
         for g in range(PORTS_PER_BANK):
             for b in range(p.banks):
-                m.d.sync += [self.w_addr[b][g].eq(self.addr[b][g]),
-                             self.w_data[b][g].eq(pick(p.banks, b, g, list(scatter.words), self.parity[g])),
-                             self.w_en[b][g].eq(pick(p.banks, b, g, enables, self.parity[g])
-                                                & writing.replicate(LANES))]
+                m.d.sync += [self.w_addr[b][g].eq(Mux(self.copy, self.copy_addr[b][g], self.addr[b][g])),
+                             self.w_data[b][g].eq(Mux(self.copy, self.copy_data[b][g],
+                                                      pick(p.banks, b, g, list(scatter.words), self.parity[g]))),
+                             self.w_en[b][g].eq(Mux(self.copy, self.copy_en[b][g],
+                                                    pick(p.banks, b, g, enables, self.parity[g]) & writing.replicate(LANES)))]
         move = Signal()       # the pending beat becomes the held one at this edge
         m.d.comb += move.eq(pending_full & (~held_valid | done_beat))
         with m.If(move):
