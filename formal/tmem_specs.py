@@ -262,9 +262,9 @@ class TmemReduceSpec(Elaboratable):
 
 class TmemStreamRules(Elaboratable):
     """A quadrant's result and dump streams keep the handshake rules, beats come only for an
-    instruction in flight (at most two: a load and the next), one DONE or REDVAL beat or a
-    register beat marked last ends it, and the environment keeps the rules on the input
-    streams."""
+    instruction in flight (at most four: two in the decode stage, a load and the next in the
+    core), one DONE or REDVAL beat or a register beat marked last ends it, and the environment
+    keeps the rules on the input streams."""
 
     def __init__(self, columns=32, quadrant=1):
         self.dut = TmemQuadrant(TmemParams(columns), quadrant)
@@ -275,13 +275,13 @@ class TmemStreamRules(Elaboratable):
         ins = {"instr": d.instr, "store": d.store, "fill": d.fill, "dump_req": d.dump_req}
         outs = {"result": d.result, "dump": d.dump}
         handshake_rules(m, ins, outs)
-        # instructions accepted whose last beat has not left: a load lets the next one in
-        # while its last beats drain, so at most two
-        inflight = Signal(range(3))
+        # instructions taken whose last beat has not left: two in the decode stage, and in the
+        # core a load lets the next one in while its last beats drain, so at most four
+        inflight = Signal(range(5))
         taken = d.instr.valid & d.instr.ready
         ended = d.result.valid & d.result.ready & d.result.payload.last
         m.d.sync += inflight.eq(inflight + taken - ended)
-        m.d.comb += Assert(~taken | (inflight < 2), "at most two instructions in flight")
+        m.d.comb += Assert(~taken | (inflight < 4), "at most four instructions in flight")
         with m.If(inflight == 0):
             m.d.comb += Assert(~d.result.valid, "no result beat without an instruction in flight")
             m.d.comb += Assert(~d.store.ready, "no store beat taken without a store in flight")

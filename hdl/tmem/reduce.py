@@ -2,8 +2,8 @@
 registers, folded as the register beats leave.
 
 Latency: two register stages. A ``fold`` (a register beat taken) registers the beat's two
-inputs as order keys with their flags and the second against the first (stage 1); the next
-cycle they are compared with the kept value and the running value is updated (stage 2, one
+inputs as order keys with their flags (stage 1); the next cycle they are compared with the
+kept value and with each other, all at once, and the running value is updated (stage 2, one
 comparator deep). ``redval`` is combinational from it, so it is whole :attr:`TmemReduce.LATENCY`
 cycles after the last register beat is taken. ``clear`` (a new instruction) starts over and
 drops a fold still in stage 1 (the instruction before's).
@@ -72,8 +72,8 @@ class TmemReduce(wiring.Component):
         m.d.sync += pend.eq(self.fold & ~self.clear)
         for t in range(LANES):
             # stage 1: the inputs' keys, whether each is a value (present, not NaN) and whether
-            # either is a NaN, and the second against the first
-            s1 = Signal(data.StructLayout({"key0": 32, "key1": 32, "ok0": 1, "ok1": 1, "nan": 1, "b10": 1}),
+            # either is a NaN
+            s1 = Signal(data.StructLayout({"key0": 32, "key1": 32, "ok0": 1, "ok1": 1, "nan": 1}),
                         name=f"red_s1_{t}")
             keys, ok, nan_now = [], [], []
             for j in (0, 1):
@@ -87,7 +87,7 @@ class TmemReduce(wiring.Component):
                 nan_now.append(present & isnan)
             with m.If(self.fold):
                 m.d.sync += [s1.key0.eq(keys[0]), s1.key1.eq(keys[1]), s1.ok0.eq(ok[0]), s1.ok1.eq(ok[1]),
-                             s1.nan.eq(nan_now[0] | nan_now[1]), s1.b10.eq(better(keys[1], keys[0]))]
+                             s1.nan.eq(nan_now[0] | nan_now[1])]
             # stage 2: against the kept key
             best = Signal(32, name=f"best{t}")      # the key kept so far
             seen = Signal(name=f"seen{t}")          # a non-NaN value was kept
@@ -95,7 +95,8 @@ class TmemReduce(wiring.Component):
             take0, take1 = Signal(name=f"take{t}_0"), Signal(name=f"take{t}_1")
             m.d.comb += [take0.eq(s1.ok0 & (~seen | better(s1.key0, best))),
                          # the second input against what the first fold kept
-                         take1.eq(s1.ok1 & (~(seen | take0) | Mux(take0, s1.b10, better(s1.key1, best))))]
+                         take1.eq(s1.ok1 & (~(seen | take0) | Mux(take0, better(s1.key1, s1.key0),
+                                                                  better(s1.key1, best))))]
             with m.If(self.clear):
                 m.d.sync += [seen.eq(0), nan_in.eq(0)]
             with m.Elif(pend):
