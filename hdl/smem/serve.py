@@ -386,9 +386,12 @@ class BankStage(wiring.Component):
                                                            "buf": s["buf"], "first": win_first}, land.shape()))
         land_fmt = self._at_landing(m, "f_land_fmt", s["fmt"])
         for q in range(p.quads):
-            # the memory's output, registered
-            rdata = Signal.like(self.banks.rdata[q], name=f"f_rdata{q}", reset_less=True)
-            m.d.sync += rdata.eq(self.banks.rdata[q])
+            # the memory's output, registered (LAND_AFTER less the macro's own cycle)
+            rdata = self.banks.rdata[q]
+            for k in range(self.LAND_AFTER - 1):
+                held = Signal.like(rdata, name=f"f_rdata{q}" + (f"_{k}" if k else ""), reset_less=True)
+                m.d.sync += held.eq(rdata)
+                rdata = held
             d = m.submodules[f"decompress{q}"] = Decompressor()
             m.d.comb += [d.row.eq(rdata), d.fmt.eq(land_fmt), xbar.quad_data[q].eq(d.out)]
         self._half_swap(m, s["addr"], [xbar.land[j] for j in range(W)], self.progress.land_rows, "f_")
