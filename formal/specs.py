@@ -278,6 +278,7 @@ class ShuffleSpec(Elaboratable):
         flat = Signal(128 * ring)
         m.d.comb += [flat.eq(AnySeq(len(flat))), d.form.eq(AnySeq(len(d.form))),
                      d.beat.eq(AnySeq(len(d.beat))), d.start.eq(AnySeq(len(d.start)))]
+        m.d.comb += Assume(d.start < self.blocks)     # a place on the ring
         m.d.comb += [d.rows[i].eq(flat[128 * i:128 * (i + 1)]) for i in range(ring)]
         groups = {}
         for f in range(len(forms.FORMS)):

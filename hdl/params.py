@@ -286,17 +286,20 @@ class Params:
 
     @property
     def ring_passes(self) -> int:
-        """Passes the load row buffer holds: two, so that the bank stage fills the next pass
-        while the head's beats still read the last; four when passes are paired, so that a
-        1 KiB fragment's two fill while the last one's two are read. With one pass's worth, a
-        pass whose every beat reads all of its blocks (a wmma.load accumulator: each register of
-        an ``.f64`` fragment, or of either half of a 1 KiB one, spans all its rows) would keep
-        the banks idle until its last beat, slower than the H200 issues them (docs/log.md)."""
-        return 4 if self.pair_passes else 2
+        """Passes the load row buffer holds: three, so that the bank stage fills the next two
+        passes while the head's beats still read the last; six when passes are paired, so that
+        two 1 KiB fragments' pairs fill while the last one's are read. A pass whose every beat
+        reads all of its blocks (a wmma.load accumulator: each register of an ``.f64``
+        fragment, or of either half of a 1 KiB one, spans all its rows) frees its blocks only
+        at its last beat, some ten cycles after the bank stage began it (its reads, the rows'
+        landing two cycles later, its beats): with fewer passes than that round trip spans,
+        the banks would wait on it, slower than the H200 issues these loads (docs/log.md)."""
+        return 6 if self.pair_passes else 3
 
     @property
     def row_blocks(self) -> int:
-        """Blocks of 8 row slots in the load row buffer (a ring of ``ring_passes`` passes)."""
+        """Blocks of 8 row slots in the load row buffer (a ring of ``ring_passes`` passes; not a
+        power of two, so positions on it wrap by comparison, :mod:`~tensorlsu.hdl.lib.modular`)."""
         return self.ring_passes * self.pass_blocks
 
     @property

@@ -8,6 +8,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
+from ..lib.modular import add_mod
 from ..lib.mux import mux_tree
 from ..params import ROW_BITS, Params
 from ..pipeline.forms import BLOCK
@@ -80,7 +81,7 @@ class FetchLanding(wiring.Component):
         win_slots = Signal(W, name="g_win_slots")
         m.d.comb += win_slots.eq(mux_tree(win, [used[k * W:(k + 1) * W] for k in range(p.windows)]))
         m.d.sync += [land.slots.eq(Mux(ok, win_slots, 0)), land.win.eq(win), land.buf.eq(self.buf),
-                     land.first.eq(self.start + win * (W // BLOCK))]
+                     land.first.eq(add_mod(self.start, win * (W // BLOCK), p.row_blocks))]
         m.d.comb += [self.progress.land_rows[j].eq(self.rows[j]) for j in range(W)]
         m.d.comb += [self.progress.buf.eq(self.buf), self.progress.count.eq(0),
                      self.progress.finished.eq(self.finish), self.progress.error.eq(err)]

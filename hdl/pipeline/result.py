@@ -10,6 +10,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
+from ..lib.modular import is_at_mod
 from ..params import ROW_BITS, Params, Policy
 from . import forms
 from .forms import BLOCK
@@ -283,7 +284,7 @@ class ResultStage(wiring.Component):
         m.d.comb += [next_select.form.eq(hc.form), next_select.beat.eq(beat + 1), next_select.start.eq(hc.start)]
         need_after = self._beat_need(m, hc.form, beat + 2, "e_h_need_after")
         m.d.comb += self.entries.reading.eq(Mux(hc.valid & (hc.err == Error.NONE), Cat(*[
-            Cat(*[rest[k] & ((hc.start + k)[:len(hc.start)] == pb) for k in range(R // BLOCK)]).any()
+            Cat(*[rest[k] & is_at_mod(hc.start, k, pb, NB) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
         rest_next = self._next_rest(m, hc.form, beat)
         beat_regs = self._beat_regs(m, hc.form, beat)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
+from ..lib.modular import add_mod, is_at_mod
 from ..params import Params
 from . import forms
 from .decode import form_constants
@@ -99,9 +100,9 @@ class RowRing(wiring.Component):
         NB, wb = p.row_blocks, p.window // BLOCK
         blocks, window = Signal(NB, name=f"r_{name}_blocks"), Signal(NB, name=f"r_{name}_window")
         m.d.comb += blocks.eq(Mux(c.load, Cat(*[
-            Cat(*[(k < c.blocks) & ((start + k)[:len(start)] == pb) for k in range(p.pass_blocks)]).any()
+            Cat(*[(k < c.blocks) & is_at_mod(start, k, pb, NB) for k in range(p.pass_blocks)]).any()
             for pb in range(NB)]), 0))
-        m.d.comb += window.eq(Cat(*[Cat(*[(start + k)[:len(start)] == pb for k in range(wb)]).any()
+        m.d.comb += window.eq(Cat(*[Cat(*[is_at_mod(start, k, pb, NB) for k in range(wb)]).any()
                                     for pb in range(NB)]))
         return blocks, window
 
@@ -112,19 +113,23 @@ class RowRing(wiring.Component):
         wb = W // BLOCK                 # blocks of one window
         c = tk.pass_.consts
         alloc = Signal(range(NB), name="r_alloc")   # the block after the last load's
-        m.d.comb += self.start.eq((alloc + c.align) & ~c.align)
+        # rounded up to the alignment (a mask of low bits), which divides the ring's size
+        # (Params), so that the rounding never passes the ring's end but onto block 0
+        ahead = alloc + c.align
+        rounded = ahead & (Const((1 << len(ahead)) - 1, len(ahead)) ^ c.align)
+        m.d.comb += self.start.eq(Mux(rounded >= NB, 0, rounded))
         take_blocks, take_window = self._place(m, self.start, c, "take")
         with m.If(tk.ok & c.load):
-            m.d.sync += alloc.eq(self.start + c.blocks)
+            m.d.sync += alloc.eq(add_mod(self.start, c.blocks, NB))
         if p.pair_passes:
             # the second pass of a pair taken with the first: the pass after the first's (a
             # constant offset, so that the second's go-ahead is no later than the first's)
             c2 = tk.second_pass.consts
             self._check_pairs()
-            m.d.comb += self.second_start.eq(self.start + p.pass_blocks)
+            m.d.comb += self.second_start.eq(add_mod(self.start, p.pass_blocks, NB))
             second_blocks, second_take_window = self._place(m, self.second_start, c2, "second")
             with m.If(tk.pair):
-                m.d.sync += alloc.eq(self.second_start + c2.blocks)
+                m.d.sync += alloc.eq(add_mod(self.second_start, c2.blocks, NB))
 
         blocks, busy = self.state["blocks"], self.state["busy"]
         nxt = Signal(NB)                    # the entry after the head's blocks

@@ -12,6 +12,7 @@ from amaranth import Cat, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.modular import add_mod
 from ..lib.mux import mux_tree
 from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES
 from . import forms
@@ -100,9 +101,10 @@ def shuffle_select_layout(blocks: int) -> data.StructLayout:
 
 
 def _check_blocks(lanes: int, blocks: int) -> None:
-    """A ring of ``blocks`` blocks must hold a whole instruction and wrap on a power of two."""
-    if blocks < lanes // BLOCK or blocks & (blocks - 1):
-        raise ValueError(f"blocks must be a power of two of at least {lanes // BLOCK}, not {blocks}")
+    """A ring of ``blocks`` blocks must hold whole instructions: a multiple of one's
+    ``lanes // 8`` blocks, so that no aligned beat's span passes the ring's end."""
+    if blocks < lanes // BLOCK or blocks % (lanes // BLOCK):
+        raise ValueError(f"blocks must be a multiple of {lanes // BLOCK}, not {blocks}")
 
 
 class ShuffleSelect(wiring.Component):
@@ -143,7 +145,7 @@ class ShuffleSelect(wiring.Component):
                                 b, k, t = cases[(f, r)]
                                 m.d.comb += [first.eq(b), sel.pat.eq(k), sel.rot.eq(t),
                                              self.need.eq(beat_rows(inf, r))]
-        m.d.comb += sel.base.eq(self.start + first)
+        m.d.comb += sel.base.eq(add_mod(self.start, first, self.blocks))
         return m
 
 

@@ -7,6 +7,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import FMT_BITS, Error
+from ..lib.modular import add_mod
 from ..lib.mux import mux_tree
 from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES, Params
 from ..pipeline import forms
@@ -381,7 +382,7 @@ class BankStage(wiring.Component):
         p, s, land = self.params, self._s, self.progress.land
         W = p.window
         win_first = Signal(range(p.row_blocks), name="f_win_first")   # the window's first ring block
-        m.d.comb += win_first.eq(s["start"] + s["win"] * (W // BLOCK))
+        m.d.comb += win_first.eq(add_mod(s["start"], s["win"] * (W // BLOCK), p.row_blocks))
         m.d.comb += land.eq(self._at_landing(m, "f_land", {"slots": Mux(s["load"], s["served"], 0), "win": s["win"],
                                                            "buf": s["buf"], "first": win_first}, land.shape()))
         land_fmt = self._at_landing(m, "f_land_fmt", s["fmt"])

@@ -24,14 +24,17 @@ def _take(ctx, dut, *, tail, blocks, align=0, load=1, err=Error.NONE):
 
 
 def test_loads_take_the_next_aligned_blocks():
-    dut = RowRing(Params())             # a ring of 8 blocks
+    dut = RowRing(Params())
+    assert dut.params.row_blocks == 12             # three passes of four blocks: not a power of two
     # (blocks, align, error) of successive passes -> the first block each gets
     passes = [(1, 0, Error.NONE), (2, 1, Error.NONE), (1, 0, Error.STRIDE), (1, 0, Error.NONE),
-              (4, 3, Error.NONE), (1, 0, Error.NONE)]
+              (4, 3, Error.NONE), (1, 0, Error.NONE), (4, 3, Error.NONE), (1, 0, Error.NONE),
+              (4, 3, Error.NONE), (2, 1, Error.NONE), (4, 3, Error.NONE), (4, 3, Error.NONE)]
     # alloc 0 -> 0 (alloc 1); 1 rounded up to 2 -> 2 (alloc 4); a refused pass leaves alloc at 4
-    # (start 4 shown, nothing taken); 4 -> 4 (alloc 5); 5 rounded up to 8 = 0 mod 8 -> 0
-    # (alloc 4); 4 -> 4
-    expect = [0, 2, 4, 4, 0, 4]
+    # (start 4 shown, nothing taken); 4 -> 4 (alloc 5); 5 rounded up to 8 -> 8 (alloc 12 = 0);
+    # 0 -> 0 (alloc 1); 1 rounded up to 4 -> 4 (alloc 8); 8 -> 8 (alloc 9); 9 rounded up to
+    # 12 = 0 -> 0 (alloc 4); 4 -> 4 (alloc 6); 6 rounded up to 8 -> 8 (alloc 12 = 0); 0 -> 0
+    expect = [0, 2, 4, 4, 8, 0, 4, 8, 0, 4, 8, 0]
     starts = []
 
     async def bench(ctx):
@@ -126,38 +129,39 @@ def test_a_waiting_entry_blocks_the_window_until_it_is_head():
 
 
 def test_a_pair_is_placed_together_and_each_pass_has_its_go_ahead():
-    """packed (a ring of 16 blocks, 4 a pass): three passes fill blocks 0-11 (entries 0-2);
-    a pair then takes entries 3 and 4, its first pass blocks 12-15, its second, round the
-    ring, blocks 0-3, which the head (entry 0) still reads: the second waits, the first does
-    not, and the second goes a cycle after the head releases."""
+    """packed (a ring of 24 blocks, 4 a pass): five passes fill blocks 0-19 (entries 0-4);
+    entries 1-4 are done and entry 0 is the head, still reading blocks 0-3. A pair then takes
+    entries 1 and 2, its first pass blocks 20-23, its second, round the ring, blocks 0-3: the
+    second waits, the first does not, and the second goes a cycle after the head releases."""
     dut = RowRing(Params(schedule="packed"))
+    assert dut.params.row_blocks == 24
     seen, starts = [], []
 
     async def bench(ctx):
         tk = dut.take
         ctx.set(dut.entries.head, 0)
         ctx.set(dut.entries.head_next, 0)
-        for tail in range(3):
+        for tail in range(5):
             _take(ctx, dut, tail=tail, blocks=4, align=3)
-            ctx.set(dut.entries.valid_next, (1 << (tail + 1)) - 1)
+            ctx.set(dut.entries.valid_next, 0b00001)
             await ctx.tick()
-            ctx.set(dut.entries.valid, (1 << (tail + 1)) - 1)
+            ctx.set(dut.entries.valid, 0b00001)
         ctx.set(dut.entries.reading, 0b1111)            # the head reads all of its blocks
-        _take(ctx, dut, tail=3, blocks=4, align=3)
+        _take(ctx, dut, tail=1, blocks=4, align=3)
         ctx.set(tk.pairs, 1)
         ctx.set(tk.pair, 1)
-        ctx.set(tk.second_tail, 4)
+        ctx.set(tk.second_tail, 2)
         ctx.set(tk.second_pass.consts.load, 1)
         ctx.set(tk.second_pass.consts.blocks, 4)
         ctx.set(tk.second_pass.consts.align, 3)
-        ctx.set(dut.entries.valid_next, 0b11111)
+        ctx.set(dut.entries.valid_next, 0b00111)
         starts.append((ctx.get(dut.start), ctx.get(dut.second_start)))
         await ctx.tick()
         for s in (tk.take, tk.ok, tk.pairs, tk.pair):
             ctx.set(s, 0)
-        ctx.set(dut.entries.valid, 0b11111)
-        ctx.set(dut.fill_buf, 3)
-        ctx.set(dut.second_buf, 4)
+        ctx.set(dut.entries.valid, 0b00111)
+        ctx.set(dut.fill_buf, 1)
+        ctx.set(dut.second_buf, 2)
         for reading in (0b1111, 0b0000, 0b0000):
             seen.append((ctx.get(dut.window), ctx.get(dut.blocked), ctx.get(dut.second_window),
                          ctx.get(dut.second_blocked)))
@@ -165,5 +169,5 @@ def test_a_pair_is_placed_together_and_each_pass_has_its_go_ahead():
             await ctx.tick()
 
     simulate(dut, bench)
-    assert starts == [(12, 0)]
-    assert seen == [(0xF000, 0, 0x000F, 1), (0xF000, 0, 0x000F, 1), (0xF000, 0, 0x000F, 0)]
+    assert starts == [(20, 0)]
+    assert seen == [(0xF00000, 0, 0x00000F, 1), (0xF00000, 0, 0x00000F, 1), (0xF00000, 0, 0x00000F, 0)]
