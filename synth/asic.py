@@ -14,7 +14,7 @@ Steps (one work folder per block under build/asic/):
    cells flows usually keep out (:data:`DONT_USE`).
 2. Nets with more than :data:`MAX_FANOUT` sinks get buffer trees (ABC sees neither the flip-flops
    nor the macro pins it drives, so a select line into a 512-bit multiplexer would otherwise be
-   timed as one gate driving hundreds of pins).
+   timed as one gate driving hundreds of pins); a macro pin counts as :data:`MACRO_PIN_WEIGHT`.
 3. OpenSTA times the netlist; every flip-flop that starts a path the period misses takes the
    larger cell (:func:`upsize_flops`), and OpenSTA times it again: the worst register-to-register
    path, the paths from and to the block's ports with :data:`PORT_BUDGET` of the period left to
@@ -58,6 +58,9 @@ FF_UPSIZE = {"DFFHQNx1_ASAP7_75t_R": "DFFHQNx3_ASAP7_75t_R", "DFFLQNx1_ASAP7_75t
 
 #: the cell that drives a buffer tree's branches, and the most sinks one net may have
 BUFFER, MAX_FANOUT = "BUFx4_ASAP7_75t_R", 12
+#: what a macro's input pin counts for in that limit: its 5 fF is some eight gate inputs, and
+#: twelve of them on one BUFx4 took 94 ps where four take about a gate's delay
+MACRO_PIN_WEIGHT = 3
 BUFFER_IN, BUFFER_OUT = "A", "Y"
 TIE_HI, TIE_LO = ("TIEHIx1_ASAP7_75t_R", "H"), ("TIELOx1_ASAP7_75t_R", "L")
 #: the flip-flop a memory bit mapped to logic costs at least (the smallest of the library)
@@ -236,13 +239,16 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
 
 # --- buffer trees ---------------------------------------------------------------------------
 
-def buffer_fanout(netlist: dict, top: str = "top", max_fanout: int = MAX_FANOUT) -> int:
-    """Insert trees of :data:`BUFFER` cells on every net of ``top`` with more than
-    ``max_fanout`` cell inputs, in place; returns the buffers added. Clock pins are left out:
+def buffer_fanout(netlist: dict, top: str = "top", max_fanout: int = MAX_FANOUT,
+                  macros: frozenset[str] = frozenset()) -> int:
+    """Insert trees of :data:`BUFFER` cells on every net of ``top`` whose sinks weigh more
+    than ``max_fanout``, in place; returns the buffers added. A cell input weighs 1, an input
+    of a cell whose type is in ``macros`` :data:`MACRO_PIN_WEIGHT`. Clock pins are left out:
     the clock is ideal (the report says so).
 
-    The sinks are split into groups of ``max_fanout``, each driven by a buffer, and the
-    buffers themselves grouped again until the original driver sees at most ``max_fanout``."""
+    The sinks are split into groups of at most ``max_fanout`` weight, each driven by a buffer,
+    and the buffers themselves grouped again until the original driver sees at most
+    ``max_fanout``."""
     mod = netlist["modules"][top]
     cells = mod["cells"]
     next_bit = 1 + max((b for n in mod["netnames"].values() for b in n["bits"] if isinstance(b, int)), default=1)
@@ -254,17 +260,29 @@ def buffer_fanout(netlist: dict, top: str = "top", max_fanout: int = MAX_FANOUT)
             for i, b in enumerate(bits):
                 if isinstance(b, int):
                     sinks.setdefault(b, []).append((name, pin, i))
+    def weight(sink):
+        return MACRO_PIN_WEIGHT if cells[sink[0]]["type"] in macros else 1
+
+    def groups(level):
+        group, load = [], 0
+        for sink in level:
+            if group and load + weight(sink) > max_fanout:
+                yield group
+                group, load = [], 0
+            group.append(sink)
+            load += weight(sink)
+        yield group
     added = 0
     for bit, level in sinks.items():
-        while len(level) > max_fanout:
+        while sum(map(weight, level)) > max_fanout:
             nxt = []
-            for k in range(0, len(level), max_fanout):
+            for group in groups(level):
                 out, buf = next_bit, f"fanout_buf_{added}"
                 next_bit, added = next_bit + 1, added + 1
                 cells[buf] = {"hide_name": 0, "type": BUFFER, "parameters": {}, "attributes": {},
                               "port_directions": {BUFFER_IN: "input", BUFFER_OUT: "output"},
                               "connections": {BUFFER_IN: [bit], BUFFER_OUT: [out]}}
-                for cell, pin, i in level[k:k + max_fanout]:
+                for cell, pin, i in group:
                     cells[cell]["connections"][pin][i] = out
                 nxt.append((buf, BUFFER_IN, 0))
             level = nxt
@@ -590,7 +608,7 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
     buffers = drivers = 0
     for module in design_modules(netlist):
         name_registers(netlist, module)
-        buffers += buffer_fanout(netlist, module)
+        buffers += buffer_fanout(netlist, module, macros=frozenset(m.name for m in ms))
         drivers += upsize_macro_drivers(netlist, {m.name for m in ms}, set(areas), module)
     write_verilog(netlist, work / "netlist.v")
     yosys_s = round(time.perf_counter() - t0, 1)

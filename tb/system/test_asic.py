@@ -233,6 +233,33 @@ def test_buffer_trees_bound_every_fanout():
     assert {f"s{k}" for k in range(150)} <= reached
 
 
+def test_macro_pins_weigh_more_in_the_buffer_trees():
+    """A net into 10 macro pins and 2 gate inputs (weight 10 x MACRO_PIN_WEIGHT + 2): each
+    buffer drives at most MAX_FANOUT // MACRO_PIN_WEIGHT macro pins (four); counted as gate
+    inputs, the twelve sinks would stay on the driver."""
+    ram_type = "fakeram7_sp_256x32"
+
+    def netlist():
+        inv = {"type": "INVx2_ASAP7_75t_R", "port_directions": {"A": "input", "Y": "output"}}
+        cells = {"drv": dict(inv, connections={"A": [2], "Y": [3]})}
+        for k in range(10):
+            cells[f"m{k}"] = {"type": ram_type, "port_directions": {"w_mask_in": "input"},
+                              "connections": {"w_mask_in": [3]}}
+        for k in range(2):
+            cells[f"g{k}"] = dict(inv, connections={"A": [3], "Y": [10 + k]})
+        return {"modules": {"top": {"ports": {}, "cells": cells,
+                                    "netnames": {"n": {"hide_name": 0, "bits": list(range(2, 12))}}}}}
+    assert asic.buffer_fanout(netlist()) == 0
+    weighed = netlist()
+    assert asic.buffer_fanout(weighed, macros=frozenset({ram_type})) == 3
+    per_net = {}
+    for cell in weighed["modules"]["top"]["cells"].values():
+        if cell["type"] == ram_type:
+            net = cell["connections"]["w_mask_in"][0]
+            per_net[net] = per_net.get(net, 0) + 1
+    assert 3 not in per_net and max(per_net.values()) == asic.MAX_FANOUT // asic.MACRO_PIN_WEIGHT == 4
+
+
 def test_memory_library_describes_each_macro():
     """The memory_libmap library and the techmap agree with the macro files: one entry per macro,
     its address bits and width, the cost its area; dual ports A and B on one clock."""
