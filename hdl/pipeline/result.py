@@ -196,13 +196,17 @@ class ResultStage(wiring.Component):
         for k, at_ in enumerate((head, self.after(head))):
             c = Signal(layout, name=f"e_copy{k}")
             sel = Signal.like(self._head_select[0], name=f"e_copy{k}_select")
+            # whether the entry's beats carry data, but for a bus error reported this cycle (the
+            # fetch's served context decides that late; the data is gated by the copy's bus_err)
+            gives = Signal(name=f"e_copy{k}_gives")
             with m.Switch(at_):
                 for b in range(p.entries):
                     with m.Case(b):
                         m.d.comb += [sel.eq(self._select_next[b]), c.valid.eq(valid[b]), c.err.eq(e[b].err),
                                      c.bus_err.eq(self._bus_err[b]), c.finished.eq(self._finished[b]),
                                      *[getattr(c, f).eq(getattr(e[b], f))
-                                       for f in ("form", "start", "load", "pend", "lastbeat")]]
+                                       for f in ("form", "start", "load", "pend", "lastbeat")],
+                                     gives.eq(valid[b] & e[b].load & (e[b].err == Error.NONE))]
             for finished, buf in sources:
                 with m.If(finished & (buf == at_)):
                     m.d.comb += c.finished.eq(1)
@@ -212,15 +216,15 @@ class ResultStage(wiring.Component):
                 with m.If(took & (at == at_)):
                     m.d.comb += [c.valid.eq(1), c.err.eq(pass_.err), c.bus_err.eq(0), c.finished.eq(0),
                                  c.form.eq(pass_.form), c.start.eq(start),
-                                 *[getattr(c, f).eq(getattr(pass_.consts, f)) for f in ("load", "pend", "lastbeat")]]
-            cands.append((c, sel))
+                                 *[getattr(c, f).eq(getattr(pass_.consts, f)) for f in ("load", "pend", "lastbeat")],
+                                 gives.eq(pass_.consts.load & (pass_.err == Error.NONE))]
+            cands.append((c, sel, gives))
         end = self.entries.end
         m.d.sync += [self._hc.eq(Mux(end, cands[1][0], cands[0][0])),
                      *[copy.eq(Mux(end, cands[1][1], cands[0][1])) for copy in self._head_select]]
-        # the data bits are gated by one register, not by the head's multiplexers: whether the
-        # head's beat carries data (a load not refused)
-        gives = [c.valid & c.load & (c.err == Error.NONE) for c, _ in cands]
-        m.d.sync += self._data_ok.eq(Mux(end, gives[1], gives[0]) & (self._inherited_next == Error.NONE))
+        # the data bits are gated by registers, not by the head's multiplexers: whether the
+        # head's beat carries data (a load not refused), and the copy's bus error
+        m.d.sync += self._data_ok.eq(Mux(end, cands[1][2], cands[0][2]) & (self._inherited_next == Error.NONE))
 
     def _progress(self, m, rowbuf):
         """The bank stage's progress: bank cycles, landed rows, written stores (with paired
@@ -344,7 +348,7 @@ class ResultStage(wiring.Component):
                 m.d.sync += [beat.eq(0), carry.eq(0), inherited.eq(Error.NONE)]
         self._ready_next(m, head, fire)
         self._data_ok = data_ok = Signal(name="e_data_ok")
-        m.d.comb += res.data.eq(Mux(data_ok, shuf.out, 0))
+        m.d.comb += res.data.eq(Mux(data_ok & ~hc.bus_err, shuf.out, 0))
         self._inherited_next = inherited_next = Signal(Error, name="e_inherited_next")
         m.d.comb += inherited_next.eq(inherited)
         with m.If(fire):
