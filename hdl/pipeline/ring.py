@@ -114,7 +114,7 @@ class RowRing(wiring.Component):
         c = tk.pass_.consts
         alloc = Signal(range(NB), name="r_alloc")   # the block after the last load's
         # rounded up to the alignment (a mask of low bits), which divides the ring's size
-        # (Params), so that the rounding never passes the ring's end but onto block 0
+        # (LoadShuffle checks it), so that the rounding never passes the ring's end but onto block 0
         ahead = alloc + c.align
         rounded = ahead & (Const((1 << len(ahead)) - 1, len(ahead)) ^ c.align)
         m.d.comb += self.start.eq(Mux(rounded >= NB, 0, rounded))
