@@ -145,7 +145,10 @@ class ShuffleSelect(wiring.Component):
                                 b, k, t = cases[(f, r)]
                                 m.d.comb += [first.eq(b), sel.pat.eq(k), sel.rot.eq(t),
                                              self.need.eq(beat_rows(inf, r))]
-        m.d.comb += sel.base.eq(add_mod(self.start, first, self.blocks))
+        # the start's successors on the ring are summed beside the table's lookup, which then
+        # picks one (no adder or comparison after the table)
+        successors = [add_mod(self.start, k, self.blocks) for k in range(max(b for b, _, _ in cases.values()) + 1)]
+        m.d.comb += sel.base.eq(mux_tree(first, successors))
         return m
 
 
