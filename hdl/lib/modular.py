@@ -1,7 +1,7 @@
 """Sums on a ring of ``n`` places that need not be a power of two.
 
-The load row buffer is a ring of blocks whose count follows the pipeline's depth (three or six
-passes of four blocks), so its positions wrap by a comparison, not by truncation.
+The load row buffer is a ring of blocks whose count follows the pipeline's depth
+(``Params.ring_passes``), so its positions wrap by a comparison, not by truncation.
 """
 
 from __future__ import annotations
