@@ -22,7 +22,9 @@ C       CopyStage           tcgen05.cp: shared banks → decompressor → quadra
 
 Every port is registered inside the unit: an intake slice (``hdl/lib/slice.py``) on each
 input stream, an outlet slice on each output stream, an ``AxiSlice`` on the AXI4 port's read
-channels and a register on ``smem_size``; each adds a clock where it sits and nothing else.
+channels and a register on ``smem_size``; each adds a clock where it sits and nothing else. The
+reset is registered too (``core_rst``, the reset of the unit's ``core`` domain): the unit enters
+and leaves reset a clock after ``rst``, and its input streams are not ready while in reset.
 
 The four Tensor Memory quadrants sit beside the shared-memory path and share nothing with it
 or with each other: warp ``w`` of a warpgroup drives ``tmem_*[w mod 4]``. The copy stage
@@ -34,7 +36,7 @@ docs/ARCHITECTURE.md describes the flow; each component's docstring its latency 
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -62,18 +64,30 @@ from .tmem.records import LANES, QUADRANTS, tmem_fill_layout, tmem_instr_layout,
 __all__ = ["LoadStoreUnit"]
 
 
-def _intake(m, name: str, shape, port):
+#: The clock domain of everything inside the unit: ``sync``'s clock, its reset registered
+#: (``core_rst``), so that the reset's fanout tree starts from a flip-flop, not from the port.
+CORE = "core"
+
+
+def _core(m, name: str, component):
+    """Add ``component`` to ``m`` as ``name``, in the unit's :data:`CORE` domain; returns it."""
+    m.submodules[name] = DomainRenamer(CORE)(component)
+    return component
+
+
+def _intake(m, name: str, shape, port, closed):
     """An intake slice between the unit's input stream ``port`` and the stage it feeds: returns
-    the slice's output, which the stage connects to."""
-    s = m.submodules[f"{name}_intake"] = StreamSlice(shape)
-    wiring.connect(m, wiring.flipped(port), s.i)
+    the slice's output, which the stage connects to. The port is not ready while ``closed``
+    (the unit's registered reset: a beat taken then would be lost)."""
+    s = _core(m, f"{name}_intake", StreamSlice(shape))
+    m.d.comb += [s.i.valid.eq(port.valid), s.i.payload.eq(port.payload), port.ready.eq(s.i.ready & ~closed)]
     return s.o
 
 
 def _outlet(m, name: str, shape, port):
     """An outlet slice between a stage and the unit's output stream ``port``: returns the
     slice's input, which the stage connects to."""
-    s = m.submodules[f"{name}_outlet"] = StreamSlice(shape)
+    s = _core(m, f"{name}_outlet", StreamSlice(shape))
     wiring.connect(m, s.o, wiring.flipped(port))
     return s.i
 
@@ -171,21 +185,28 @@ class LoadStoreUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        m.submodules.check = check = CheckStage(p)
-        m.submodules.accept = accept = AcceptStage(p)
-        m.submodules.address = address = AddressStage(p)
-        m.submodules.passq = passq = PassQueue(p, p.pass_queue_depth)
-        m.submodules.take = take = Take(p)
-        m.submodules.bank = bank = BankStage(p)
-        m.submodules.ring = ring = RowRing(p)
-        m.submodules.result = result = ResultStage(p)
-        m.submodules.banks = banks = SharedBanks(p)
+        # the reset, registered: the unit enters and leaves reset a clock after `rst`, and its
+        # input streams are not ready until it has left
+        core_rst = Signal(init=1, reset_less=True, name="core_rst")
+        m.d.sync += core_rst.eq(ResetSignal("sync"))
+        m.domains.core = core = ClockDomain(CORE, local=True)
+        m.d.comb += [core.clk.eq(ClockSignal("sync")), core.rst.eq(core_rst)]
+
+        check = _core(m, "check", CheckStage(p))
+        accept = _core(m, "accept", AcceptStage(p))
+        address = _core(m, "address", AddressStage(p))
+        passq = _core(m, "passq", PassQueue(p, p.pass_queue_depth))
+        take = _core(m, "take", Take(p))
+        bank = _core(m, "bank", BankStage(p))
+        ring = _core(m, "ring", RowRing(p))
+        result = _core(m, "result", ResultStage(p))
+        banks = _core(m, "banks", SharedBanks(p))
 
         # every port is registered inside the unit: an intake slice on each input stream, an
         # outlet slice on each output stream, a register on each level input
-        instr = _intake(m, "instr", self.instr_layout, self.instr)
+        instr = _intake(m, "instr", self.instr_layout, self.instr, core_rst)
         smem_size = Signal.like(self.smem_size, name="smem_size_reg")
-        m.d.sync += smem_size.eq(self.smem_size)
+        m.d.core += smem_size.eq(self.smem_size)
         wiring.connect(m, instr, check.instr)
         wiring.connect(m, check.checked, accept.instr)
         wiring.connect(m, accept.passes, address.passes)
@@ -193,24 +214,25 @@ class LoadStoreUnit(wiring.Component):
         wiring.connect(m, passq.pop, take.pop)
         wiring.connect(m, take.take, result.take, ring.take)
         wiring.connect(m, take.shared, bank.take)
-        wiring.connect(m, _intake(m, "store", self.store_layout, self.store), bank.store)
+        wiring.connect(m, _intake(m, "store", self.store_layout, self.store, core_rst), bank.store)
         wiring.connect(m, result.entries, ring.entries)
         wiring.connect(m, result.result, _outlet(m, "result", self.result_layout, self.result))
-        wiring.connect(m, _intake(m, "fill", self.fill_layout, self.fill), banks.fill)
-        wiring.connect(m, _intake(m, "dump_req", unsigned(p.line_bits), self.dump_req), banks.dump_req)
+        wiring.connect(m, _intake(m, "fill", self.fill_layout, self.fill, core_rst), banks.fill)
+        wiring.connect(m, _intake(m, "dump_req", unsigned(p.line_bits), self.dump_req, core_rst), banks.dump_req)
         wiring.connect(m, banks.dump, _outlet(m, "dump", unsigned(8 * p.line_bytes), self.dump))
         m.d.comb += [check.smem_size.eq(smem_size), take.free.eq(result.free), take.tail.eq(result.tail),
                      take.start.eq(ring.start), bank.blocked.eq(ring.blocked),
                      take.store_room.eq(bank.store_room)]
 
         if p.global_port:
-            m.submodules.fetch = fetch = GlobalFetch(p)
-            m.submodules.progress = merge = ProgressMerge(p)
+            fetch = _core(m, "fetch", GlobalFetch(p))
+            merge = _core(m, "progress", ProgressMerge(p))
             wiring.connect(m, take.global_, fetch.take)
             # a global pass takes its fetch context as it enters the pass queue
             m.d.comb += [fetch.enter.eq(passq.push.valid & passq.push.ready),
                          fetch.enter_pass.eq(passq.push.payload), passq.hold.eq(~fetch.room)]
-            m.submodules.axi_slice = axi = AxiSlice(p.axi_data_bits, p.axi_id_bits)
+            axi = _core(m, "axi_slice", AxiSlice(p.axi_data_bits, p.axi_id_bits))
+            m.d.comb += axi.closed.eq(core_rst)
             wiring.connect(m, fetch.axi, axi.fetch)
             wiring.connect(m, axi.port, wiring.flipped(self.axi))
             wiring.connect(m, bank.progress, merge.bank)
@@ -238,7 +260,7 @@ class LoadStoreUnit(wiring.Component):
         quiet = Signal(name="quiet", init=1)
         m.d.comb += quiet_now.eq(~check.busy & ~accept.busy & ~address.busy & ~passq.busy &
                                  ~Cat(*[s.busy for s in stages]).any() & (result.entries.valid == 0))
-        m.d.sync += quiet.eq(quiet_now & ~(check.instr.valid & check.instr.ready))
+        m.d.core += quiet.eq(quiet_now & ~(check.instr.valid & check.instr.ready))
         if p.tmem is None:
             m.d.comb += [banks.quiet.eq(quiet), check.stall.eq(banks.claim)]
             wiring.connect(m, bank.banks, banks.port)
@@ -246,9 +268,10 @@ class LoadStoreUnit(wiring.Component):
         quads = [TmemQuadrant(p.tmem, q) for q in range(QUADRANTS)]
         tmem_instr = []
         for q, quad in enumerate(quads):
-            m.submodules[f"tmem{q}"] = quad
+            _core(m, f"tmem{q}", quad)
             for port in ("instr", "store", "fill", "dump_req"):
-                inner = _intake(m, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q])
+                inner = _intake(m, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q],
+                                core_rst)
                 wiring.connect(m, inner, getattr(quad, port))
                 if port == "instr":
                     tmem_instr.append(inner)
@@ -259,8 +282,8 @@ class LoadStoreUnit(wiring.Component):
             m.d.comb += [banks.quiet.eq(quiet), check.stall.eq(banks.claim)]
             wiring.connect(m, bank.banks, banks.port)
             return m
-        m.submodules.copy = cp = CopyStage(p)
-        wiring.connect(m, _intake(m, "cp_instr", cp_instr_layout(), self.cp_instr), cp.instr)
+        cp = _core(m, "copy", CopyStage(p))
+        wiring.connect(m, _intake(m, "cp_instr", cp_instr_layout(), self.cp_instr, core_rst), cp.instr)
         wiring.connect(m, cp.result, _outlet(m, "cp_result", cp_result_layout(), self.cp_result))
         # a fill or dump claims the banks first; a fill waits for a copy that holds them. A copy,
         # once taken, goes before any instruction offered after it; an instruction offered on

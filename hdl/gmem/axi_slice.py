@@ -35,13 +35,15 @@ class AxiSlice(wiring.Component):
         Facing the global fetch stage (its ``axi`` port connects here).
     port : Out(AxiSignature(...))
         The unit's AXI4 manager port.
+    closed : In(1)
+        The read data channel is not ready (the unit is in reset: a beat taken would be lost).
     """
 
     def __init__(self, data_bits: int, id_bits: int):
         sig = AxiSignature(data_bits, id_bits)
         self.ar_width, self.r_width = (sum(Shape.cast(sig.members[k].shape).width for k in fields)
                                        for fields in (AR_FIELDS, R_FIELDS))
-        super().__init__({"fetch": In(sig), "port": Out(sig)})
+        super().__init__({"fetch": In(sig), "port": Out(sig), "closed": In(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -50,7 +52,7 @@ class AxiSlice(wiring.Component):
         f, p = self.fetch, self.port
         m.d.comb += [ar.i.valid.eq(f.arvalid), f.arready.eq(ar.i.ready), ar.i.payload.eq(Cat(*[getattr(f, k) for k in AR_FIELDS])),
                      p.arvalid.eq(ar.o.valid), ar.o.ready.eq(p.arready), Cat(*[getattr(p, k) for k in AR_FIELDS]).eq(ar.o.payload),
-                     r.i.valid.eq(p.rvalid), p.rready.eq(r.i.ready), r.i.payload.eq(Cat(*[getattr(p, k) for k in R_FIELDS])),
+                     r.i.valid.eq(p.rvalid), p.rready.eq(r.i.ready & ~self.closed), r.i.payload.eq(Cat(*[getattr(p, k) for k in R_FIELDS])),
                      f.rvalid.eq(r.o.valid), r.o.ready.eq(f.rready), Cat(*[getattr(f, k) for k in R_FIELDS]).eq(r.o.payload)]
         m.d.comb += [getattr(p, k).eq(getattr(f, k)) for k in WRITE_OUT]
         m.d.comb += [getattr(f, k).eq(getattr(p, k)) for k in ("awready", "wready", "bid", "bresp", "bvalid")]

@@ -8,7 +8,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..lib.lowest import lowest, two_or_more
+from ..lib.lowest import lowest, lowest_value, two_or_more
 from ..lib.mux import mux_tree
 from ..params import ROW_BITS, Params
 from .axi import line_bits
@@ -127,8 +127,11 @@ class FetchRows(wiring.Component):
             any_, first = lowest(cands)
             m.d.comb += [written[t][s].eq(any_ & (first == nw * t + w)) for t in range(2) for w, s in enumerate(slots)]
             m.d.comb += more[k].eq(two_or_more(cands))
-            slot_row = mux_tree(first, [of_beat(self.row, s, t) for t in range(2) for s in slots])
-            slot_upper = mux_tree(first, [of_beat(self.upper, s, t) for t in range(2) for s in slots])
+            # the slot's place in the beat, picked by the candidates themselves (not behind the
+            # index `first`, whose bits fan out to the address and the marks)
+            _, pick = lowest_value(cands, [Cat(of_beat(self.row, s, t), of_beat(self.upper, s, t))
+                                           for t in range(2) for s in slots])
+            slot_row, slot_upper = pick[:-1], pick[-1]
             win = first[:len(first) - 1]                    # the window; the top bit: the twin's
             ctx = Mux(first[-1], nxt, beat.ctx)
             row = mux_tree(slot_row, beat_rows) if len(beat_rows) > 1 else beat_rows[0]

@@ -87,8 +87,10 @@ class ResultStage(wiring.Component):
         head's last beat, the ring blocks its beats still read.
     """
 
-    #: copies of the head's shuffle selects, each driving its share of the network
-    SELECT_COPIES = 4
+    #: copies of the head's shuffle selects, each driving its share of the network (two or
+    #: three of the window's 32 rows: four copies left a buffer chain of eight in front of the
+    #: network), and their next value no more copies than a net drives unbuffered (synth/asic.py)
+    SELECT_COPIES = 12
 
     def __init__(self, params: Params):
         self.params = p = params
@@ -118,12 +120,14 @@ class ResultStage(wiring.Component):
         # their next values, and a copy of the head's (so the network reads one register)
         self._select = [Signal(shuffle_select_layout(NB), name=f"e{b}_select") for b in range(E)]
         self._select_next = [Signal(shuffle_select_layout(NB), name=f"e{b}_select_next") for b in range(E)]
+        # ... but for the head's beat leaving (the head's copy takes the table's lookup directly)
+        self._select_kept = [Signal(shuffle_select_layout(NB), name=f"e{b}_select_kept") for b in range(E)]
         self._head_select = [Signal(shuffle_select_layout(NB), name=f"e_head_select{k}", attrs={"keep": 1})
                              for k in range(self.SELECT_COPIES)]
         # a copy of the head entry, for the beats' handshake and the lookups a beat ahead
         self._hc = Signal(head_copy_layout(p), name="e_hc")
         for b in range(E):
-            m.d.comb += self._select_next[b].eq(self._select[b])
+            m.d.comb += [self._select_kept[b].eq(self._select[b]), self._select_next[b].eq(self._select_kept[b])]
             m.d.sync += self._select[b].eq(self._select_next[b])
         self._landed = [Signal(R, name=f"e{b}_landed") for b in range(E)]
         # the slots landing into each entry this cycle; an entry taken this cycle, and its
@@ -169,7 +173,7 @@ class ResultStage(wiring.Component):
                                          self._finished[b].eq(0), self._bus_err[b].eq(0),
                                          self._need[b].eq(c.need0), self._rest[b].eq(c.rest0),
                                          self._need2[b].eq(need1)]
-                            m.d.comb += [self._select_next[b].eq(first.select), self._taken[b].eq(1),
+                            m.d.comb += [self._select_kept[b].eq(first.select), self._taken[b].eq(1),
                                          self._taken_need[b].eq(c.need0)]
                             m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                          for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
@@ -202,11 +206,16 @@ class ResultStage(wiring.Component):
             with m.Switch(at_):
                 for b in range(p.entries):
                     with m.Case(b):
-                        m.d.comb += [sel.eq(self._select_next[b]), c.valid.eq(valid[b]), c.err.eq(e[b].err),
+                        m.d.comb += [sel.eq(self._select_kept[b]), c.valid.eq(valid[b]), c.err.eq(e[b].err),
                                      c.bus_err.eq(self._bus_err[b]), c.finished.eq(self._finished[b]),
                                      *[getattr(c, f).eq(getattr(e[b], f))
                                        for f in ("form", "start", "load", "pend", "lastbeat")],
                                      gives.eq(valid[b] & e[b].load & (e[b].err == Error.NONE))]
+            if k == 0:
+                # the head's beat leaving: its next beat's selects (the entry after the head
+                # never has a beat leaving)
+                with m.If(self._fire):
+                    m.d.comb += sel.eq(self._next_select.select)
             for finished, buf in sources:
                 with m.If(finished & (buf == at_)):
                     m.d.comb += c.finished.eq(1)
@@ -328,7 +337,8 @@ class ResultStage(wiring.Component):
                 m.d.comb += [self.result.valid.eq(hc.finished), res.cycles.eq(reported),
                              last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
-        fire = Signal(name="e_fire")
+        self._fire = fire = Signal(name="e_fire")
+        self._next_select = next_select
         m.d.comb += fire.eq(self.result.valid & self.result.ready)
         with m.If(fire):
             m.d.sync += beat.eq(beat + 1)

@@ -385,8 +385,12 @@ class BankStage(wiring.Component):
         m.d.comb += win_first.eq(add_mod(s["start"], s["win"] * (W // BLOCK), p.row_blocks))
         m.d.comb += land.eq(self._at_landing(m, "f_land", {"slots": Mux(s["load"], s["served"], 0), "win": s["win"],
                                                            "buf": s["buf"], "first": win_first}, land.shape()))
-        land_fmt = self._at_landing(m, "f_land_fmt", s["fmt"])
+        # the format, a register copy for each quad's decompressor (one copy would drive all
+        # 1,024 of their row bits' multiplexers)
+        fmt_read = self._at_landing(m, "f_land_fmt_read", s["fmt"], stages=self.LAND_AFTER - 1)
         for q in range(p.quads):
+            land_fmt = Signal.like(fmt_read, name=f"f_land_fmt{q}", attrs={"keep": 1})
+            m.d.sync += land_fmt.eq(fmt_read)
             # the memory's output, registered (LAND_AFTER less the macro's own cycle)
             rdata = self.banks.rdata[q]
             for k in range(self.LAND_AFTER - 1):
@@ -397,14 +401,16 @@ class BankStage(wiring.Component):
             m.d.comb += [d.row.eq(rdata), d.fmt.eq(land_fmt), xbar.quad_data[q].eq(d.out)]
         self._half_swap(m, s["addr"], [xbar.land[j] for j in range(W)], self.progress.land_rows, "f_")
 
-    def _at_landing(self, m, name, value, shape=None):
-        """``value`` (as of a read) delayed to its rows' landing, :attr:`LAND_AFTER` cycles."""
+    def _at_landing(self, m, name, value, shape=None, stages=None):
+        """``value`` (as of a read) delayed to its rows' landing, :attr:`LAND_AFTER` cycles
+        (or ``stages``)."""
+        stages = self.LAND_AFTER if stages is None else stages
         if isinstance(value, dict):
             v = Signal(shape, name=f"{name}_read")
             m.d.comb += [getattr(v, k).eq(x) for k, x in value.items()]
             value = v
-        for k in range(self.LAND_AFTER):
-            r = Signal.like(value, name=f"{name}{k}" if k < self.LAND_AFTER - 1 else name)
+        for k in range(stages):
+            r = Signal.like(value, name=f"{name}{k}" if k < stages - 1 else name)
             m.d.sync += r.eq(value)
             value = r
         return value

@@ -81,6 +81,17 @@ def test_an_adder_keeps_its_prefix_tree(tmp_path):
     assert reg["cells"] <= 12 and reg["slack_ps"] > 100, reg
 
 
+def test_abc_gets_its_delay_goal(tmp_path):
+    """ABC reads a script file as it is (Yosys fills ``{D}`` in its own scripts only): the goal,
+    the period less the flip-flops' share, is written into the script the flow hands it."""
+    dut = _RegisteredAdder()
+    asic.run("adder", rtlil.convert(dut, name="top", ports=[dut.a, dut.b, dut.sum]), tmp_path / "adder",
+             period_ps=600, say=lambda *a: None)
+    script = (tmp_path / "adder" / "abc.script").read_text()
+    assert "{D}" not in script
+    assert script.count(f"-D {600 - asic.FLOP_OVERHEAD_PS}") == 3, script
+
+
 class _CopiedRegister(Elaboratable):
     """One register and a copy of it (the same input), each driving its own logic."""
 
