@@ -87,10 +87,9 @@ class ResultStage(wiring.Component):
         head's last beat, the ring blocks its beats still read.
     """
 
-    #: copies of the head's shuffle selects, each driving its share of the network (two or
-    #: three of the window's 32 rows: four copies left a buffer chain of eight in front of the
-    #: network), and their next value no more copies than a net drives unbuffered (synth/asic.py)
-    SELECT_COPIES = 12
+    #: copies of the head's shuffle selects, each driving its share of the network (two of the
+    #: window's 32 rows: four copies left a buffer chain of eight in front of the network)
+    SELECT_COPIES = 16
 
     def __init__(self, params: Params):
         self.params = p = params
