@@ -7,7 +7,8 @@ undriven are free (the solver chooses them); assumptions constrain the environme
 import operator
 from functools import reduce
 
-from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value
+from amaranth import (Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Elaboratable, Module, Mux,
+                      ResetSignal, Signal, Value)
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cover
 from tensorlsu.hdl.codes import FORMAT_CODES, Error
@@ -366,8 +367,16 @@ class StreamRules(Elaboratable):
         self.dut = LoadStoreUnit(Params(smem_bytes=256, schedule=schedule, tmem_columns=0))
 
     def elaborate(self, platform):
+        top = Module()
+        d = top.submodules.dut = self.dut
+        # the rules' registers are reset as the unit's are, a clock after `rst` (hdl/lsu.py):
+        # a reset may drop the beats in flight, and the rules start again after it
+        top.domains.rules = rules = ClockDomain("rules", local=True)
+        rules_rst = Signal(init=1, reset_less=True)
+        top.d.sync += rules_rst.eq(ResetSignal("sync"))
+        top.d.comb += [rules.clk.eq(ClockSignal("sync")), rules.rst.eq(rules_rst)]
         m = Module()
-        d = m.submodules.dut = self.dut
+        top.submodules.rules = DomainRenamer("rules")(m)
         ins = {"instr": d.instr, "store": d.store, "fill": d.fill, "dump_req": d.dump_req}
         outs = {"result": d.result, "dump": d.dump}
         prev = handshake_rules(m, ins, outs)
@@ -390,7 +399,7 @@ class StreamRules(Elaboratable):
         m.d.comb += Cover(d.result.valid & (d.result.payload.error != Error.NONE), "a refused instruction's beat")
         m.d.comb += Cover(prev["result"][0] & ~prev["result"][1] & d.result.valid & d.result.ready,
                           "a stalled result beat taken")
-        return m
+        return top
 
 
 class PassQueueOrder(Elaboratable):
