@@ -88,7 +88,7 @@ class ResultStage(wiring.Component):
     """
 
     #: copies of the head's shuffle selects, each driving its share of the network (two of the
-    #: window's 32 rows: four copies left a buffer chain of eight in front of the network)
+    #: window's 32 rows), so that no select bit needs a long buffer tree
     SELECT_COPIES = 16
 
     def __init__(self, params: Params):
