@@ -266,15 +266,15 @@ class LoadStoreUnit(wiring.Component):
             wiring.connect(m, bank.banks, banks.port)
             return m
         quads = [TmemQuadrant(p.tmem, q) for q in range(QUADRANTS)]
-        tmem_instr = []
+        offered = []        # per quadrant: an instruction, fill or dump offered on its ports
         for q, quad in enumerate(quads):
             _core(m, f"tmem{q}", quad)
+            inner = {}
             for port in ("instr", "store", "fill", "dump_req"):
-                inner = _intake(m, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q],
-                                core_rst)
-                wiring.connect(m, inner, getattr(quad, port))
-                if port == "instr":
-                    tmem_instr.append(inner)
+                inner[port] = _intake(m, f"tmem{q}_{port}", self.tmem_layouts[port],
+                                      getattr(self, f"tmem_{port}")[q], core_rst)
+                wiring.connect(m, inner[port], getattr(quad, port))
+            offered.append(inner["instr"].valid | inner["fill"].valid | inner["dump_req"].valid)
             for port in ("result", "dump"):
                 outer = _outlet(m, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q])
                 wiring.connect(m, getattr(quad, port), outer)
@@ -291,9 +291,9 @@ class LoadStoreUnit(wiring.Component):
         # before the copy that would write it (copies back to back starve nothing)
         m.d.comb += [cp.smem_size.eq(smem_size), cp.quiet.eq(quiet & ~banks.claim), cp.defer.eq(instr.valid),
                      banks.quiet.eq(quiet & ~cp.reading),
-                     check.stall.eq(banks.claim | cp.active | cp.waiting)]
+                     check.stall.eq(banks.claim | cp.reading | cp.waiting)]
         for q, quad in enumerate(quads):
-            m.d.comb += [cp.tmem_idle[q].eq(quad.idle & ~tmem_instr[q].valid), quad.hold.eq(cp.hold[q])]
+            m.d.comb += [cp.tmem_idle[q].eq(quad.idle & ~offered[q]), quad.hold.eq(cp.hold[q])]
             wiring.connect(m, cp.tmem[q], quad.copy)
         # the banks' port: the bank stage's, or the copy's reads while it holds them
         port, own = banks.port, cp.active

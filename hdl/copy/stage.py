@@ -7,44 +7,51 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
-from ..lib.mux import mux_tree
 from ..params import ROW_BITS, TMEM_LANES, TMEM_QUADRANTS, Params
 from ..smem.banks import BankPortSignature
 from ..smem.decompress import Decompressor
-from ..smem.scheduler import BankScheduler
-from .check import CopyCheck
-from .placement import CopyPlacement
 from ..tmem.records import tmem_copy_signature
+from .check import ADDR_BITS, CopyCheck
+from .placement import CopyPlacement
 from .records import FORMS, SLOTS, cp_instr_layout, cp_result_layout, form_lanes
 from .walk import CopyWalk
 
-__all__ = ["CopyStage"]
+__all__ = ["CopyStage", "CHECKED"]
+
+#: Copies taken and not yet claimed or refused: those in the check's pipeline and those
+#: checked and waiting. Three keep copies of two steps (a .4x256b) a copy every two clocks.
+CHECKED = 3
+
 
 class CopyStage(wiring.Component):
     """Takes a tcgen05.cp, checks it (:class:`~tensorlsu.hdl.copy.check.CopyCheck`), and, once
     the shared path is quiet and the quadrants it writes are idle, holds both and walks it
     (:class:`~tensorlsu.hdl.copy.walk.CopyWalk`): each step's eight chunks are read from the
-    bank quads (:class:`~tensorlsu.hdl.smem.scheduler.BankScheduler`: one line a quad a cycle;
-    a step's chunks never share a quad, formal/copy_specs.py proves it), widened by the
-    decompressor with a source format, and written into the quadrants, four columns of
-    eight lanes a step (one lane a quadrant for a .4x256b). A result beat follows the last
-    write; a refused copy gives one beat with its error and touches nothing.
+    bank quads in one cycle (they lie in eight different quads whatever the descriptor:
+    formal/copy_specs.py proves it, so each quad takes the one chunk whose quad it is),
+    widened by the decompressor with a source format, and written into the quadrants, four
+    columns of eight lanes a step (one lane a quadrant for a .4x256b). A result beat follows
+    the last write; a refused copy gives one beat with its error and touches nothing.
 
-    Rate: a step a cycle (its chunks lie in eight different quads, whatever the descriptor):
-    128 bytes a clock, a .128x256b (4 KiB) in 32 steps. The next copy is taken and
-    checked while one is walked, and its first step follows the last step of the one before.
-    Latency: the instruction is checked the cycle after it is taken and its verdict registered;
-    the claim can be made the cycle after; the walk starts the cycle the claim is made; a step's chunks are read in the cycle it is served, registered the
-    next, written the one after; the result beat is offered the cycle after the last write.
-    A refused copy answers after every copy before it.
+    Rate: a step a cycle: 128 bytes a clock, a .128x256b (4 KiB) in 32 steps. Up to
+    :data:`CHECKED` copies are taken and checked while one is walked (the check is a
+    pipeline), and a copy's first step follows the last step of the one before.
+
+    Latency, each a register: taken (the intake's beat) → the check's :data:`CopyCheck.LATENCY`
+    stages → the checked queue → the claim (when the walk can take it, the shared path is
+    quiet and its quadrants idle) → a step computed by the walk → its reads on the banks →
+    the rows back and registered → the write into the quadrants → the result beat. A refused
+    copy answers after every copy before it.
 
     Ordering: from the cycle a copy is taken until its reads are done the shared path takes
-    no instruction (``waiting``, ``active``), and an instruction already in it finishes first
+    no instruction (``waiting``, ``reading``), and an instruction already in it finishes first
     (the claim waits for ``quiet``); a copy is not taken while a shared-path instruction is
-    offered (``defer``: copies back to back do not starve it); the quadrants a
-    copy writes take no tcgen05 instruction, fill or dump (``hold``) until its last write has
-    landed, and it waits for them to be idle. So a tcgen05.ld issued after a copy's result reads the
-    copy, and a stmatrix issued after a copy was taken does not change what it reads.
+    offered (``defer``: copies back to back do not starve it); the quadrants a copy writes take
+    no tcgen05 instruction, fill or dump (``hold``, a register's decode, from the cycle after
+    the claim) until its last write has landed, and it is claimed only when they are idle with
+    nothing offered on their ports (``tmem_idle``): so nothing enters them in the claim's cycle
+    either. A tcgen05.ld issued after a copy's result reads the copy, and a stmatrix issued
+    after a copy was taken does not change what it reads.
 
     Members
     -------
@@ -56,18 +63,19 @@ class CopyStage(wiring.Component):
     quiet : In(1)
         Nothing is in flight on the shared path and no fill or dump holds the banks.
     active : Out(1)
-        The copy holds the banks (this cycle: the shared path must take nothing).
+        The copy drives the banks' port this cycle (a register: the port's select).
     reading : Out(1)
-        ``active`` without the claim of this cycle (a register's decode: a fill may wait on
-        it without a loop through the claim).
+        The copy holds the banks: from the cycle after its claim until its last read's rows
+        are back (a register's decode).
     waiting : Out(1)
-        A copy has been taken and has not claimed yet: the shared path must take nothing
-        (an instruction offered after the copy must not overtake it).
+        A copy has been taken and has not claimed or been refused: the shared path must take
+        nothing (an instruction offered after the copy must not overtake it).
     defer : In(1)
         Take no copy this cycle (a shared-path instruction is offered: it goes first).
     tmem_idle : In(TMEM_QUADRANTS)
+        The quadrant is idle and nothing is offered on its ports.
     hold : Out(TMEM_QUADRANTS)
-        The quadrants the copy claims or holds (combinational with the claim).
+        The quadrants the copy holds (a register's decode).
     tmem : Out(tmem_copy_signature(columns)).array(TMEM_QUADRANTS)
         Per quadrant, a step's write (:func:`~tensorlsu.hdl.copy.records.tmem_copy_layout`),
         taken in the cycle it is offered (the quadrant is held: nothing else writes it).
@@ -98,35 +106,36 @@ class CopyStage(wiring.Component):
         p = self.params
         check = m.submodules.check = CopyCheck(p, p.tmem.columns)
         walk = m.submodules.walk = CopyWalk(p)
-        sched = m.submodules.sched = BankScheduler(rows=SLOTS, quads=p.quads, line_bits=p.line_bits)
 
-        # -- the next copy: held and checked while the one before is walked ----------------
-        held = Signal(cp_instr_layout(), name="c_instr")
-        size = Signal.like(self.smem_size, name="c_smem_size")
-        taken, checking, checked = Signal(name="c_taken"), Signal(name="c_checking"), Signal(name="c_checked")
-        # the check's verdict and fields, registered (the check is deep: a multiply-add and a
-        # comparison; nothing waits on it while a copy is walked)
-        verdict = Signal(Error, name="c_verdict")
-        fields = Signal(data.StructLayout({"start": unsigned(len(check.start)), "lbo": unsigned(len(check.lbo)),
-                                           "sbo": unsigned(len(check.sbo)), "base_offset": 3, "swizzle_log": 2}),
-                        name="c_fields")
-        m.d.comb += [check.instr.eq(held), check.smem_size.eq(size), self.instr.ready.eq(~taken & ~self.defer),
-                     self.waiting.eq(taken)]
-        with m.If(self.instr.valid & self.instr.ready):
-            m.d.sync += [held.eq(self.instr.payload), size.eq(self.smem_size), taken.eq(1), checking.eq(1)]
-        with m.If(checking):
-            m.d.sync += [checking.eq(0), checked.eq(1), verdict.eq(check.error), fields.start.eq(check.start),
-                         fields.lbo.eq(check.lbo), fields.sbo.eq(check.sbo), fields.base_offset.eq(check.base_offset),
-                         fields.swizzle_log.eq(check.swizzle_log)]
-        targets = Signal(TMEM_QUADRANTS, name="c_targets")      # the quadrants the form writes
-        with m.Switch(held.form):
+        # -- taken copies: the check's pipeline, then a queue of checked ones -------------------
+        taken = Signal(range(CHECKED + 1), name="c_taken")     # taken, not yet claimed or refused
+        take = Signal(name="c_take")
+        m.d.comb += [self.instr.ready.eq((taken < CHECKED) & ~self.defer), take.eq(self.instr.valid & self.instr.ready),
+                     check.valid.eq(take), check.instr.eq(self.instr.payload), check.smem_size.eq(self.smem_size),
+                     self.waiting.eq(taken != 0)]
+        checked = data.StructLayout({
+            "valid": 1, "ok": 1, "form": unsigned(len(check.instr.form)), "fmt": unsigned(len(check.instr.fmt)),
+            "taddr": unsigned(32), "targets": unsigned(TMEM_QUADRANTS), "error": Error,
+            "start": unsigned(ADDR_BITS), "lbo": unsigned(ADDR_BITS), "sbo": unsigned(ADDR_BITS),
+            "base_offset": 3, "swizzle_log": 2})
+        queue = [Signal(checked, name=f"c_checked{i}") for i in range(CHECKED)]
+        head = queue[0]
+        entry = Signal(checked, name="c_entry")
+        out = check.out_instr
+        m.d.comb += [entry.valid.eq(check.out_valid), entry.ok.eq(check.out_valid & (check.error == Error.NONE)),
+                     entry.form.eq(out.form), entry.fmt.eq(out.fmt),
+                     entry.taddr.eq(out.taddr), entry.error.eq(check.error), entry.start.eq(check.start),
+                     entry.lbo.eq(check.lbo), entry.sbo.eq(check.sbo), entry.base_offset.eq(check.base_offset),
+                     entry.swizzle_log.eq(check.swizzle_log)]
+        with m.Switch(out.form):
             for f in range(len(FORMS)):
                 with m.Case(f):
-                    # from the lane table (a .4x256b's lane origin stays in the first quadrant)
-                    m.d.comb += targets.eq(sum({1 << (int(lane) // TMEM_LANES) for lane in form_lanes(f).flat}))
+                    # the quadrants the form writes, from the lane table (a .4x256b's lane
+                    # origin stays in the first quadrant)
+                    m.d.comb += entry.targets.eq(sum({1 << (int(lane) // TMEM_LANES) for lane in form_lanes(f).flat}))
 
         # -- the copy being walked: what its steps' writes need -------------------------------
-        ctx = Signal(data.StructLayout({"form": unsigned(len(held.form)), "fmt": unsigned(len(held.fmt)),
+        ctx = Signal(data.StructLayout({"form": unsigned(len(head.form)), "fmt": unsigned(len(head.fmt)),
                                         "taddr": unsigned(32), "targets": unsigned(TMEM_QUADRANTS)}),
                      name="c_copy")
         in_flight = Signal(name="c_in_flight")  # steps of a copy still to be read or written
@@ -136,63 +145,73 @@ class CopyStage(wiring.Component):
         # quadrants are idle; a refused one answers once every copy before it has
         claim = Signal(name="c_claim")
         # (at most three answers wait: two done, one finishing)
-        m.d.comb += claim.eq(checked & (verdict == Error.NONE) & walk.ready & self.quiet
-                             & ((self.tmem_idle & targets) == targets) & (ok_results < 2))
+        m.d.comb += claim.eq(head.ok & walk.ready & self.quiet
+                             & ((self.tmem_idle & head.targets) == head.targets) & (ok_results < 2))
         refuse = Signal(name="c_refuse")
-        m.d.comb += refuse.eq(checked & (verdict != Error.NONE) & ~in_flight & (ok_results == 0)
+        m.d.comb += refuse.eq(head.valid & (head.error != Error.NONE) & ~in_flight & (ok_results == 0)
                               & (refusal == Error.NONE))
+        pop = Signal(name="c_pop")
+        m.d.comb += pop.eq(claim | refuse)
+        m.d.sync += taken.eq(taken + take - pop)
+        # the queue: the head leaves on a claim or refusal, the others move up, and a copy out
+        # of the check lands behind the last (there is room: at most CHECKED are taken). Both
+        # outcomes are built from the registers alone and the pop picks one (it comes late)
+        held = Signal(range(CHECKED + 1), name="c_held")
+        m.d.comb += held.eq(sum(q.valid for q in queue))
+        for i, slot in enumerate(queue):
+            stay, move = Signal(checked, name=f"c_stay{i}"), Signal(checked, name=f"c_move{i}")
+            m.d.comb += [stay.eq(Mux(entry.valid & (held == i), entry, slot)),
+                         move.eq(Mux(entry.valid & (held == i + 1), entry, queue[i + 1] if i + 1 < CHECKED else 0))]
+            m.d.sync += slot.eq(Mux(pop, move, stay))
         with m.If(claim):
-            m.d.sync += [checked.eq(0), taken.eq(0), ctx.form.eq(held.form), ctx.fmt.eq(held.fmt),
-                         ctx.taddr.eq(held.taddr), ctx.targets.eq(targets)]
+            m.d.sync += [ctx.form.eq(head.form), ctx.fmt.eq(head.fmt), ctx.taddr.eq(head.taddr),
+                         ctx.targets.eq(head.targets)]
         with m.If(refuse):
-            m.d.sync += [checked.eq(0), taken.eq(0), refusal.eq(verdict)]
-        m.d.comb += [walk.start.eq(claim), walk.form.eq(held.form), walk.addr.eq(fields.start),
-                     walk.lbo.eq(fields.lbo), walk.sbo.eq(fields.sbo), walk.base_offset.eq(fields.base_offset),
-                     walk.swizzle_log.eq(fields.swizzle_log)]
+            m.d.sync += refusal.eq(head.error)
+        m.d.comb += [walk.start.eq(claim), walk.form.eq(head.form), walk.addr.eq(head.start),
+                     walk.lbo.eq(head.lbo), walk.sbo.eq(head.sbo), walk.base_offset.eq(head.base_offset),
+                     walk.swizzle_log.eq(head.swizzle_log),
+                     # a step is read in one cycle: the walk moves on every cycle
+                     walk.advance.eq(1)]
 
-        # -- reads: a step's chunks onto the quads -------------------------------------------
-        step = walk.step
-        valid_slots = Cat(*[step.slots[k].valid for k in range(SLOTS)])
-        done = Signal(SLOTS, name="c_served")           # slots of this step already read
-        m.d.comb += sched.eligible.eq(valid_slots & ~done)
-        for k in range(SLOTS):
-            m.d.comb += [sched.quad[k].eq(step.slots[k].quad), sched.line[k].eq(step.slots[k].line)]
-        for q in range(p.quads):
-            g = sched.grant[q]
-            m.d.comb += [self.banks.line[q].eq(g.line), self.banks.read[q].eq(g.valid)]
-        complete = Signal(name="c_complete")            # every slot of the step is read by now
-        m.d.comb += [complete.eq(walk.valid & ((done | sched.served) == valid_slots)), walk.advance.eq(complete)]
-        with m.If(complete):
-            m.d.sync += done.eq(0)
-        with m.Elif(walk.valid):
-            m.d.sync += done.eq(done | sched.served)
-
-        # a step's write, decided as it is read: the columns, quadrants and lanes
-        info = data.StructLayout({"valid": 1, "last": 1, "fmt": unsigned(len(held.fmt)),
+        # -- a step's reads, registered, then on the banks -------------------------------------
+        # what a step's write needs, decided as it is walked: the columns, quadrants and lanes
+        info = data.StructLayout({"valid": 1, "last": 1, "fmt": unsigned(len(head.fmt)),
                                   "col": unsigned((p.tmem.columns - 1).bit_length()),
                                   "quads": unsigned(TMEM_QUADRANTS), "lanes": unsigned(TMEM_LANES), "four": 1})
-        now = Signal(info, name="c_step")
+        step = walk.step
         place = m.submodules.place = CopyPlacement(p.tmem)
+        now = Signal(info, name="c_step")
         m.d.comb += [place.form.eq(ctx.form), place.taddr.eq(ctx.taddr), place.group.eq(step.group),
                      place.chunk.eq(step.chunk),
-                     now.valid.eq(complete), now.last.eq(step.last), now.fmt.eq(ctx.fmt), now.col.eq(place.col),
+                     now.valid.eq(walk.valid), now.last.eq(step.last), now.fmt.eq(ctx.fmt), now.col.eq(place.col),
                      now.quads.eq(place.quads), now.lanes.eq(place.lanes), now.four.eq(place.four)]
-        # the reads a cycle later: each slot's row from its quad; the write the cycle after
-        served_d = Signal(SLOTS, name="c_served_d")
-        quad_d = Signal(data.ArrayLayout(unsigned(3), SLOTS), name="c_quad_d")
-        step_d, write = Signal(info, name="c_step_d"), Signal(info, name="c_write")
-        reading = Signal(name="c_reading")      # the last reads of a copy hold the banks a cycle more
-        m.d.sync += [served_d.eq(sched.served), reading.eq(complete & step.last), step_d.eq(now), write.eq(step_d)]
-        m.d.sync += [quad_d[k].eq(step.slots[k].quad) for k in range(SLOTS)]
+        # the step on the banks: per slot its quad as a one-hot and its line
+        read = Signal(info, name="c_read")
+        read_quad = Signal(data.ArrayLayout(unsigned(p.quads), SLOTS), name="c_read_quad")
+        read_line = Signal(data.ArrayLayout(unsigned(p.line_bits), SLOTS), name="c_read_line")
+        m.d.sync += read.eq(now)
+        for k in range(SLOTS):
+            slot = step.slots[k]
+            m.d.sync += [read_quad[k].eq(Mux(slot.valid & walk.valid, 1 << slot.quad, 0)), read_line[k].eq(slot.line)]
+        for q in range(p.quads):
+            # the one slot whose chunk lies in quad q, if any
+            m.d.comb += [self.banks.read[q].eq(Cat(*[read_quad[k][q] for k in range(SLOTS)]).any()),
+                         self.banks.line[q].eq(_or(*[Mux(read_quad[k][q], read_line[k], 0) for k in range(SLOTS)]))]
+        # the rows a cycle later, each slot's from its quad; the write the cycle after
+        rows_at = Signal(info, name="c_rows_at")
+        quad_d = Signal(data.ArrayLayout(unsigned(p.quads), SLOTS), name="c_quad_d")
+        write = Signal(info, name="c_write")
+        m.d.sync += [rows_at.eq(read), quad_d.eq(read_quad), write.eq(rows_at)]
         rows = [Signal(ROW_BITS, name=f"c_row{k}") for k in range(SLOTS)]
         for k in range(SLOTS):
-            with m.If(served_d[k]):
-                m.d.sync += rows[k].eq(mux_tree(quad_d[k], [self.banks.rdata[q] for q in range(p.quads)]))
-        m.d.comb += [in_flight.eq(walk.busy | step_d.valid | write.valid),
-                     self.reading.eq(walk.busy | reading), self.active.eq(claim | walk.busy | reading),
-                     # held: the walking copy's quadrants, those its steps still write, the claim's
-                     self.hold.eq(Mux(walk.busy, ctx.targets, 0) | Mux(step_d.valid, step_d.quads, 0)
-                                  | Mux(write.valid, write.quads, 0) | Mux(claim, targets, 0))]
+            with m.If(quad_d[k].any()):
+                m.d.sync += rows[k].eq(_or(*[Mux(quad_d[k][q], self.banks.rdata[q], 0) for q in range(p.quads)]))
+        m.d.comb += [in_flight.eq(walk.busy | read.valid | rows_at.valid | write.valid),
+                     self.active.eq(read.valid), self.reading.eq(walk.busy | read.valid | rows_at.valid),
+                     # held: the walking copy's quadrants, and those its steps still write
+                     self.hold.eq(Mux(walk.busy, ctx.targets, 0) | Mux(read.valid, read.quads, 0)
+                                  | Mux(rows_at.valid, rows_at.quads, 0) | Mux(write.valid, write.quads, 0))]
 
         # -- writes: widened rows into the quadrants -----------------------------------------
         wide = []
@@ -219,3 +238,10 @@ class CopyStage(wiring.Component):
             m.d.sync += refusal.eq(Error.NONE)
         m.d.sync += ok_results.eq(ok_results + finished - (answered & (ok_results != 0)))
         return m
+
+
+def _or(*values):
+    """The OR of one-hot-selected values (at most one is nonzero): a balanced tree."""
+    while len(values) > 1:
+        values = [values[i] | values[i + 1] if i + 1 < len(values) else values[i] for i in range(0, len(values), 2)]
+    return values[0]

@@ -1,4 +1,5 @@
-"""CopyCheck alone (Amaranth's simulator): its verdict on random copies equals the model's.
+"""CopyCheck alone (Amaranth's simulator): its verdict on random copies, an instruction a clock,
+equals the model's.
 
 Expected values: model.tcgen05_cp's refusals (checked against CUTLASS's layouts and the
 descriptor's definition in tb/sim/test_tcgen05_cp.py), each message mapped to the unit's code
@@ -22,13 +23,20 @@ CODES = [("descriptor", Error.DESCRIPTOR), ("swizzle row", Error.MISALIGNED), ("
 
 
 def simulate(dut, bench):
-    """Run a testbench on a combinational component (no clock)."""
     sim = Simulator(dut)
+    sim.add_clock(1e-6)
 
     async def testbench(ctx):
         await bench(ctx)
     sim.add_testbench(testbench)
     sim.run()
+
+
+def _offer(ctx, dut, ins, desc, taddr, size):
+    for k, v in instr_fields(ins, desc, taddr).items():
+        ctx.set(getattr(dut.instr, k), v)
+    ctx.set(dut.smem_size, size)
+    ctx.set(dut.valid, 1)
 
 
 def _verdict(ins, desc, taddr, size, cols):
@@ -84,11 +92,24 @@ def test_check_agrees_with_the_model(seed):
     seen = set()
 
     async def bench(ctx):
-        for (ins, desc, taddr), size in zip(cases, sizes):
-            for k, v in instr_fields(ins, desc, taddr).items():
-                ctx.set(getattr(dut.instr, k), v)
-            ctx.set(dut.smem_size, size)
-            await ctx.delay(1e-9)
+        # an instruction a clock: each verdict LATENCY clocks after its instruction
+        flow = list(zip(cases, sizes)) + [None] * CopyCheck.LATENCY
+        for i, case in enumerate(flow):
+            if case is None:
+                ctx.set(dut.valid, 0)
+            else:
+                _offer(ctx, dut, *case[0], case[1])
+            await ctx.tick()
+            # (after the tick: the instruction of LATENCY clocks, this one's included)
+            if i < CopyCheck.LATENCY - 1:
+                assert not ctx.get(dut.out_valid)
+                continue
+            if flow[i - CopyCheck.LATENCY + 1] is None:
+                assert not ctx.get(dut.out_valid)
+                continue
+            (ins, desc, taddr), size = flow[i - CopyCheck.LATENCY + 1]
+            assert ctx.get(dut.out_valid)
+            assert ctx.get(dut.out_instr.desc) == desc
             want = _verdict(ins, desc, taddr, size, cols)
             got = Error(ctx.get(dut.error))
             assert got == want, (ins.form, hex(desc), hex(taddr), size)
@@ -106,17 +127,20 @@ def test_check_agrees_with_the_model(seed):
 def test_unknown_form_or_format_is_unsupported():
     dut = CopyCheck(Params(smem_bytes=SMEM), 32)
 
+    async def verdict(ctx):
+        ctx.set(dut.valid, 1)
+        for _ in range(CopyCheck.LATENCY):
+            await ctx.tick()
+        return Error(ctx.get(dut.error))
+
     async def bench(ctx):
         ctx.set(dut.instr.desc, descriptor.encode(0, 0, 1024))
         ctx.set(dut.instr.form, len(FORMS))
-        await ctx.delay(1e-9)
-        assert Error(ctx.get(dut.error)) == Error.UNSUPPORTED
+        assert await verdict(ctx) == Error.UNSUPPORTED
         ctx.set(dut.instr.form, 0)
         ctx.set(dut.instr.fmt, max(FORMAT_CODES.values()) + 1)
-        await ctx.delay(1e-9)
-        assert Error(ctx.get(dut.error)) == Error.UNSUPPORTED
+        assert await verdict(ctx) == Error.UNSUPPORTED
         ctx.set(dut.instr.fmt, 0)
-        await ctx.delay(1e-9)
-        assert Error(ctx.get(dut.error)) == Error.NONE
+        assert await verdict(ctx) == Error.NONE
 
     simulate(dut, bench)

@@ -10,6 +10,7 @@ import pytest
 from conftest import DATA
 from stagesim import simulate
 from tensorlsu.hdl.codes import Error
+from tensorlsu.hdl.copy.check import CopyCheck
 from tensorlsu.hdl.copy.records import instr_fields
 from tensorlsu.hdl.copy.stage import CopyStage
 from tensorlsu.hdl.params import MAX_SMEM_BYTES, Params
@@ -23,8 +24,8 @@ COLS = 32
 
 
 def _run(records, stall=0.0, seed=0):
-    """Each record through the stage; per record (error, image, cycles from the claim to the
-    result beat)."""
+    """Each record through the stage; per record (error, image, cycles from the copy's
+    acceptance to the cycle after its result beat)."""
     dut = CopyStage(Params(smem_bytes=MAX_SMEM_BYTES, tmem_columns=COLS))
     rng = np.random.default_rng(seed)
     out = []
@@ -43,7 +44,7 @@ def _run(records, stall=0.0, seed=0):
             ctx.set(dut.tmem_idle, 0b1111)
             ctx.set(dut.instr.valid, 1)
             ctx.set(dut.result.ready, 1)
-            reads, cycles, claimed = {}, 0, None
+            reads, cycles, accepted = {}, 0, None
             while True:
                 # quiet now and then withheld: the claim waits for it
                 ctx.set(dut.quiet, int(rng.random() >= stall))
@@ -59,8 +60,8 @@ def _run(records, stall=0.0, seed=0):
                             for lane in range(32):
                                 if lanes >> lane & 1:
                                     image[32 * q + lane, col + j] = rows[lane % 8] >> (32 * j) & 0xFFFFFFFF
-                if claimed is None and ctx.get(dut.active):
-                    claimed = cycles
+                if accepted is None and taken:
+                    accepted = cycles
                 done = ctx.get(dut.result.valid)
                 error = Error(ctx.get(dut.result.payload.error))
                 await ctx.tick()
@@ -74,7 +75,7 @@ def _run(records, stall=0.0, seed=0):
                 if done:
                     break
                 assert cycles < 500, "no result beat"
-            out.append((error, image, cycles - (claimed or 0)))
+            out.append((error, image, cycles - accepted))
 
     simulate(dut, bench)
     return out
@@ -103,12 +104,13 @@ def test_every_record(part):
 
 def test_a_step_a_cycle():
     """A .128x256b copy with the 128-byte swizzle: 32 steps of eight quads in 32 cycles of
-    reads (128 bytes a clock). From the claim's cycle to the cycle after the result beat: the
-    claim, 32 reads, the rows registered, the write, the beat: 36."""
+    reads (128 bytes a clock). From its acceptance to the cycle after the result beat: the
+    cycle it is taken, the check's stages, the checked queue's head (the claim), 32 steps
+    walked, the last step's reads on the banks, its rows registered, its write, the beat."""
     rec = next(r for r in RECORDS if "128x256b" in r["instr"] and "error" not in r["expect"]
                and (r.get("desc", 0) >> 61) == 2)
     [(error, _, cycles)] = _run([rec])
-    assert error == Error.NONE and cycles == 1 + 32 + 3
+    assert error == Error.NONE and cycles == 1 + CopyCheck.LATENCY + 1 + 32 + 3 + 1
 
 
 def _burst(records, backpressure=0.0, seed=0):
@@ -166,3 +168,13 @@ def test_refusals_answer_in_order_under_back_pressure():
     order = [good, bad, good, good, bad, bad, good]
     beats = _burst([dict(r, smem=good["smem"]) for r in order], backpressure=0.6, seed=3)
     assert [e for e, _ in beats] == [Error.DESCRIPTOR if r is bad else Error.NONE for r in order]
+
+
+def test_short_copies_back_to_back_at_a_step_a_cycle():
+    """.4x256b copies (two steps each) offered back to back: a result beat every two cycles.
+    The check takes three clocks, so that rate needs CHECKED copies in it and its queue."""
+    rec = next(r for r in RECORDS if "4x256b" in r["instr"] and "128x" not in r["instr"]
+               and "error" not in r["expect"])
+    beats = _burst([rec] * 8)
+    assert [e for e, _ in beats] == [Error.NONE] * 8
+    assert [b - a for (_, a), (_, b) in zip(beats, beats[1:])] == [2] * 7
