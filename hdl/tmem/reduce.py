@@ -97,11 +97,14 @@ class TmemReduce(wiring.Component):
                          # the second input against what the first fold kept
                          take1.eq(s1.ok1 & (~(seen | take0) | Mux(take0, better(s1.key1, s1.key0),
                                                                   better(s1.key1, best))))]
+            # the kept key follows every fold, a clear's included: a clear empties ``seen``, so
+            # that key is never read (and its 1,024 enables wait on a register, not on the clear)
+            with m.If(pend):
+                m.d.sync += best.eq(Mux(take1, s1.key1, Mux(take0, s1.key0, best)))
             with m.If(self.clear):
                 m.d.sync += [seen.eq(0), nan_in.eq(0)]
             with m.Elif(pend):
-                m.d.sync += [best.eq(Mux(take1, s1.key1, Mux(take0, s1.key0, best))), seen.eq(seen | take0 | take1),
-                             nan_in.eq(nan_in | s1.nan)]
+                m.d.sync += [seen.eq(seen | take0 | take1), nan_in.eq(nan_in | s1.nan)]
             # the kept value from its key (the key's transform is its own inverse but for the
             # sign bit, read back first)
             sign = best[31] ^ signed_
