@@ -34,11 +34,14 @@ class StreamSlice(wiring.Component):
         self.skid = Signal(shape, name="skid", reset_less=True)
         self.main_valid = Signal(name="main_valid")
         self.skid_valid = Signal(name="skid_valid")
+        # skid_valid's twin, for the input's ready alone: skid_valid enables every bit of the
+        # skid entry, and a producer's handshake should not wait behind that fanout
+        self.full = Signal(name="skid_full", attrs={"keep": 1})
 
     def elaborate(self, platform):
         m = Module()
-        main, skid, main_valid, skid_valid = self.main, self.skid, self.main_valid, self.skid_valid
-        m.d.comb += [self.o.payload.eq(main), self.o.valid.eq(main_valid), self.i.ready.eq(~skid_valid)]
+        main, skid, main_valid, skid_valid, full = self.main, self.skid, self.main_valid, self.skid_valid, self.full
+        m.d.comb += [self.o.payload.eq(main), self.o.valid.eq(main_valid), self.i.ready.eq(~full)]
         # an empty skid copies the input whatever the output does (it counts only once
         # skid_valid is set): its wide enable waits on no ready
         with m.If(~skid_valid):
@@ -46,7 +49,7 @@ class StreamSlice(wiring.Component):
         with m.If(~main_valid | self.o.ready):
             # the output takes the held beat first, else the input's
             m.d.sync += [main.eq(Mux(skid_valid, skid, self.i.payload)),
-                         main_valid.eq(skid_valid | self.i.valid), skid_valid.eq(0)]
+                         main_valid.eq(skid_valid | self.i.valid), skid_valid.eq(0), full.eq(0)]
         with m.Elif(self.i.valid & ~skid_valid):
-            m.d.sync += skid_valid.eq(1)
+            m.d.sync += [skid_valid.eq(1), full.eq(1)]
         return m

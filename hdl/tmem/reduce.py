@@ -37,7 +37,8 @@ def order_key(m, v, red_type, name):
 
 
 class TmemReduce(wiring.Component):
-    """The running min / max of every thread, kept as order keys (:func:`order_key`).
+    """The running min / max of every thread, kept as order keys (:func:`order_key`; inverted for
+    a .max, so that the better key is always the less).
 
     Members
     -------
@@ -64,9 +65,12 @@ class TmemReduce(wiring.Component):
         f32 = self.red_type == RedType.F32
         signed_ = f32 | (self.red_type == RedType.S32)
 
+        # the keys are kept inverted for a .max, so that the better of two is always the less
+        # (no XOR after the comparator); equal keys are equal values, so taking either is the same
+        flip = self.red_max.replicate(32)
+
         def better(new_key, old_key):
-            # equal keys are equal values, so taking either is the same
-            return (new_key < old_key) ^ self.red_max
+            return new_key < old_key
         # stage 1 holds a fold (not one of the instruction before a clear)
         pend = Signal(name="red_pend")
         m.d.sync += pend.eq(self.fold & ~self.clear)
@@ -82,14 +86,14 @@ class TmemReduce(wiring.Component):
                 m.d.comb += mag.eq(Mux(f32 & self.abs, val & 0x7FFFFFFF, val))
                 isnan = f32 & (mag[23:31] == 0xFF) & (mag[:23] != 0)
                 present = 1 if j == 0 else self.two
-                keys.append(order_key(m, mag, self.red_type, f"{t}_{j}_in"))
+                keys.append(order_key(m, mag, self.red_type, f"{t}_{j}_in") ^ flip)
                 ok.append(present & ~isnan)
                 nan_now.append(present & isnan)
             with m.If(self.fold):
                 m.d.sync += [s1.key0.eq(keys[0]), s1.key1.eq(keys[1]), s1.ok0.eq(ok[0]), s1.ok1.eq(ok[1]),
                              s1.nan.eq(nan_now[0] | nan_now[1])]
             # stage 2: against the kept key
-            best = Signal(32, name=f"best{t}")      # the key kept so far
+            best = Signal(32, name=f"best{t}")      # the key kept so far (inverted for .max)
             seen = Signal(name=f"seen{t}")          # a non-NaN value was kept
             nan_in = Signal(name=f"nan_in{t}")      # a NaN input was seen
             take0, take1 = Signal(name=f"take{t}_0"), Signal(name=f"take{t}_1")
@@ -107,7 +111,8 @@ class TmemReduce(wiring.Component):
                 m.d.sync += [seen.eq(seen | take0 | take1), nan_in.eq(nan_in | s1.nan)]
             # the kept value from its key (the key's transform is its own inverse but for the
             # sign bit, read back first)
-            sign = best[31] ^ signed_
-            value = Cat(best[:31] ^ (f32 & sign).replicate(31), sign)
+            key = best ^ flip
+            sign = key[31] ^ signed_
+            value = Cat(key[:31] ^ (f32 & sign).replicate(31), sign)
             m.d.comb += self.redval[t].eq(Mux(nan_in & (self.nan | ~seen), CANONICAL_NAN, value))
         return m
