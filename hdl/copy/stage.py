@@ -186,18 +186,19 @@ class CopyStage(wiring.Component):
                      place.chunk.eq(step.chunk),
                      now.valid.eq(walk.valid), now.last.eq(step.last), now.fmt.eq(ctx.fmt), now.col.eq(place.col),
                      now.quads.eq(place.quads), now.lanes.eq(place.lanes), now.four.eq(place.four)]
-        # the step on the banks: per slot its quad as a one-hot and its line
+        # the step on the banks: per slot whether it reads, its quad and its line (the quad's
+        # one-hot is decoded after the register: the walk's adder and swizzle fill this cycle)
         read = Signal(info, name="c_read")
+        read_slot = Signal(data.ArrayLayout(step.slots[0].shape(), SLOTS), name="c_read_slot")
+        m.d.sync += [read.eq(now), read_slot.eq(step.slots)]
         read_quad = Signal(data.ArrayLayout(unsigned(p.quads), SLOTS), name="c_read_quad")
-        read_line = Signal(data.ArrayLayout(unsigned(p.line_bits), SLOTS), name="c_read_line")
-        m.d.sync += read.eq(now)
         for k in range(SLOTS):
-            slot = step.slots[k]
-            m.d.sync += [read_quad[k].eq(Mux(slot.valid & walk.valid, 1 << slot.quad, 0)), read_line[k].eq(slot.line)]
+            m.d.comb += read_quad[k].eq(Mux(read_slot[k].valid & read.valid, 1 << read_slot[k].quad, 0))
         for q in range(p.quads):
             # the one slot whose chunk lies in quad q, if any
             m.d.comb += [self.banks.read[q].eq(Cat(*[read_quad[k][q] for k in range(SLOTS)]).any()),
-                         self.banks.line[q].eq(_or(*[Mux(read_quad[k][q], read_line[k], 0) for k in range(SLOTS)]))]
+                         self.banks.line[q].eq(_or(*[Mux(read_quad[k][q], read_slot[k].line, 0)
+                                                     for k in range(SLOTS)]))]
         # the rows a cycle later, each slot's from its quad; the write the cycle after
         rows_at = Signal(info, name="c_rows_at")
         quad_d = Signal(data.ArrayLayout(unsigned(p.quads), SLOTS), name="c_quad_d")
