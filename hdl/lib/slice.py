@@ -33,9 +33,10 @@ class StreamSlice(wiring.Component):
         self.main = Signal(shape, name="main", reset_less=True)
         self.skid = Signal(shape, name="skid", reset_less=True)
         self.main_valid = Signal(name="main_valid")
-        self.skid_valid = Signal(name="skid_valid")
-        # skid_valid's twin, for the input's ready alone: skid_valid enables every bit of the
-        # skid entry, and a producer's handshake should not wait behind that fanout
+        # skid_valid and its twin ``full``, which alone answers the input's ready: skid_valid
+        # enables every bit of the skid entry, and a producer's handshake should not wait behind
+        # that fanout (both kept, or synthesis merges them into one)
+        self.skid_valid = Signal(name="skid_valid", attrs={"keep": 1})
         self.full = Signal(name="skid_full", attrs={"keep": 1})
 
     def elaborate(self, platform):

@@ -83,6 +83,12 @@ def _ports(dut) -> dict:
     return ports
 
 
+#: Every attribute but ``keep``: a register kept as a copy of another (a select copied per
+#: slice of a wide multiplexer) must stay one in the integrator's synthesis; the others (enum
+#: names, Yosys's bookkeeping) say nothing to a reader or a tool.
+_KEEP_ONLY = re.compile(r"\(\*(?!\s*keep\b)[^()]*?\*\)[ \t]*\n?[ \t]*")
+
+
 def _convert(dut, name: str) -> str:
     fragment = _ir.Fragment.get(dut, None)
     shapes = sram_shapes(fragment)
@@ -100,12 +106,12 @@ def _convert(dut, name: str) -> str:
         # (never flip-flops, whatever a module costs: -logic-cost-ram above every module's cost)
         srams += ("memory_libmap -lib srams.txt -logic-cost-ram 1e9; techmap -map srams_map.v; "
                   "select -assert-none t:$mem_v2 r:WR_PORTS>0 %i; " if shapes else "")
-        script = f"read_rtlil in.il; proc; {srams}pmuxtree; opt_clean; write_verilog -noattr out.v"
+        script = f"read_rtlil in.il; proc; {srams}pmuxtree; opt_clean; write_verilog out.v"
         r = subprocess.run(yosys_command() + ["-q", "-p", script], cwd=d, capture_output=True,
                            text=True)
         if r.returncode:
             raise RuntimeError(f"yosys failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
-        text = (Path(d) / "out.v").read_text()
+        text = _KEEP_ONLY.sub("", (Path(d) / "out.v").read_text())
     # of the forms a memory could take, the modules the memories took
     used = [s for s in shapes if re.search(rf"^\s*{s.name}\s", text, re.M)]
     return text + ("\n" + sram_modules(used) if used else "")
