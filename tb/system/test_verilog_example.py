@@ -91,3 +91,14 @@ def test_wmma_layouts_doc_is_current():
     assert text == wmma_layouts_text(), "stale: python -m tensorlsu.hdl --wmma-layouts docs/wmma-layouts.md"
     named = [f for f in range(len(forms.FORMS)) if f"`{form_macro(f)}` ({f})" in text]
     assert named == list(range(len(forms.ROW_FORMS), len(forms.FORMS)))
+
+
+def test_register_copies_stay_copies(emitted):
+    """The registers kept as copies of one another (a slice's skid registers, the result's
+    head selects, the crossbar's write selects) carry ``keep`` in the Verilog, so that the
+    integrator's synthesis does not merge them into one; no other attribute is written."""
+    text = emitted.read_text()
+    kept = set(re.findall(r"\(\* keep = 32'd1 \*\)\s*(?:reg|wire)\s*(?:\[[^\]]*\]\s*)?(\w+)", text))
+    assert {"skid_valid", "skid_full", "e_head_select0", "e_head_select15"} <= kept
+    assert {f"wsel{q}_{k}" for q in range(8) for k in range(2)} & kept
+    assert not re.search(r"\(\*(?!\s*keep\b)", text)
