@@ -47,7 +47,7 @@ class CopyStage(wiring.Component):
     no instruction (``waiting``, ``reading``), and an instruction already in it finishes first
     (the claim waits for ``quiet``); a copy is not taken while a shared-path instruction is
     offered (``defer``: copies back to back do not starve it); the quadrants a copy writes take
-    no tcgen05 instruction, fill or dump (``hold``, a register's decode, from the cycle after
+    no tcgen05 instruction, fill or dump (``hold``, a register, from the cycle after
     the claim) until its last write has landed, and it is claimed only when they are idle with
     nothing offered on their ports (``tmem_idle``): so nothing enters them in the claim's cycle
     either. A tcgen05.ld issued after a copy's result reads the copy, and a stmatrix issued
@@ -75,7 +75,7 @@ class CopyStage(wiring.Component):
     tmem_idle : In(TMEM_QUADRANTS)
         The quadrant is idle and nothing is offered on its ports.
     hold : Out(TMEM_QUADRANTS)
-        The quadrants the copy holds (a register's decode).
+        The quadrants the copy holds (a register).
     tmem : Out(tmem_copy_signature(columns)).array(TMEM_QUADRANTS)
         Per quadrant, a step's write (:func:`~tensorlsu.hdl.copy.records.tmem_copy_layout`),
         taken in the cycle it is offered (the quadrant is held: nothing else writes it).
@@ -209,10 +209,15 @@ class CopyStage(wiring.Component):
             with m.If(quad_d[k].any()):
                 m.d.sync += rows[k].eq(_or(*[Mux(quad_d[k][q], self.banks.rdata[q], 0) for q in range(p.quads)]))
         m.d.comb += [in_flight.eq(walk.busy | read.valid | rows_at.valid | write.valid),
-                     self.active.eq(read.valid), self.reading.eq(walk.busy | read.valid | rows_at.valid),
-                     # held: the walking copy's quadrants, and those its steps still write
-                     self.hold.eq(Mux(walk.busy, ctx.targets, 0) | Mux(read.valid, read.quads, 0)
-                                  | Mux(rows_at.valid, rows_at.quads, 0) | Mux(write.valid, write.quads, 0))]
+                     self.active.eq(read.valid), self.reading.eq(walk.busy | read.valid | rows_at.valid)]
+        # held: the walking copy's quadrants, and those its steps still write; one register,
+        # set a cycle ahead from what the walk, the reads and the rows will hold next (the
+        # quadrants' memory enables wait on it)
+        hold = Signal(TMEM_QUADRANTS, name="c_hold")
+        m.d.sync += hold.eq(Mux(claim, head.targets, 0) | Mux(walk.valid & ~step.last, ctx.targets, 0)
+                            | Mux(now.valid, now.quads, 0) | Mux(read.valid, read.quads, 0)
+                            | Mux(rows_at.valid, rows_at.quads, 0))
+        m.d.comb += self.hold.eq(hold)
 
         # -- writes: widened rows into the quadrants -----------------------------------------
         wide = []
