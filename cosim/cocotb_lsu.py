@@ -146,10 +146,14 @@ class TB:
                     beats = [regs[r] for r in range(len(regs))]
                 return {"beats": beats, "error": d["error"], "cycles": d["cycles"]}
 
-    async def stream(self, instrs: list[dict], instr_port: str, pack, store_port: str, collect) -> list[dict]:
+    async def stream(self, instrs: list[dict], instr_port: str, pack, store_port: str, collect,
+                     pack_store=None) -> list[dict]:
         """Issue ``instrs`` back to back on ``instr_port`` (``pack`` makes each one's payload),
-        their store beats on ``store_port``, on their own; per instruction, what ``collect()``
-        reads of its result beats, the cycle it was accepted and the cycle of its last beat."""
+        their store beats on ``store_port``, on their own (``pack_store`` makes an instruction's
+        beats from its source registers; by default one register a beat); per instruction,
+        what ``collect()`` reads of its result beats, the cycle it was accepted and the cycle
+        of its last beat."""
+        pack_store = pack_store or (lambda regs: [self.lay.pack_words(r) for r in regs])
         accepted, out = [], []
 
         async def send_instrs():
@@ -159,8 +163,8 @@ class TB:
 
         async def send_data():
             for ins in instrs:
-                for beat in ins.get("store", []):
-                    await self.put(store_port, self.lay.pack_words(beat))
+                for beat in pack_store(ins.get("store", [])):
+                    await self.put(store_port, beat)
 
         a, b = cocotb.start_soon(send_instrs()), cocotb.start_soon(send_data())
         for _ in instrs:
@@ -211,7 +215,7 @@ class TB:
                     return {"beats": beats}
 
         out = await self.stream(instrs, f"tmem_instr__{q}", lambda ins: self.lay.pack_tmem_instr(ins["fields"]),
-                                f"tmem_store__{q}", collect)
+                                f"tmem_store__{q}", collect, self.lay.pack_tmem_store)
         if any(ins.get("store") for ins in instrs):
             self.tmem[q] = None
         return out

@@ -42,6 +42,8 @@ class Layout:
     tmem_instr: dict | None = None
     tmem_result: dict | None = None
     tmem_fill_data: int = 0
+    #: source registers of every thread in a beat of a quadrant's store port
+    tmem_store_regs: int = 0
     #: (offset, width) of the fields of the tcgen05.cp port's instruction (None: no port)
     cp_instr: dict | None = None
 
@@ -62,6 +64,14 @@ class Layout:
 
     def pack_tmem_fill(self, col: int, words) -> int:
         return col | self.pack_words(words) << self.tmem_fill_data
+
+    def pack_tmem_store(self, regs: list) -> list[int]:
+        """A tcgen05.st's source registers (each the 32 threads' words, register 0 first) as the
+        quadrant's store port takes them: ``tmem_store_regs`` consecutive registers a beat, the
+        last beat's missing ones zero."""
+        n, width = self.tmem_store_regs, 32 * self.lanes
+        return [sum(self.pack_words(r) << (width * k) for k, r in enumerate(regs[i:i + n]))
+                for i in range(0, len(regs), n)]
 
     def unpack_tmem_result(self, v: int) -> dict:
         out = {name: (v >> off) & ((1 << width) - 1) for name, (off, width) in self.tmem_result.items()

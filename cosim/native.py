@@ -424,7 +424,7 @@ class _Host:
         cmd += _u32(OP_STREAMS, len(ports))
         for q, instrs in ports:
             packed = [lay.pack_tmem_instr(i["fields"]) for i in instrs]
-            stores = [lay.pack_words(beat) for i in instrs for beat in i.get("store", [])]
+            stores = [beat for i in instrs for beat in lay.pack_tmem_store(i.get("store", []))]
             cmd += self._stream(_quadrant(int(q)), -1, packed, self.w_tinstr, stores, self.w_tstore)
         stored = [int(q) for q, instrs in ports if any(i.get("store") for i in instrs)]
         dump = bool(job.get("tmem_dump"))

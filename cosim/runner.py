@@ -26,7 +26,7 @@ from tensorlsu.hdl.copy.records import cp_instr_layout
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import Params
 from tensorlsu.hdl.pipeline.records import ADDR_BITS, CYCLE_BITS, FORM_BITS
-from tensorlsu.hdl.tmem.records import tmem_fill_layout, tmem_instr_layout, tmem_result_layout
+from tensorlsu.hdl.tmem.records import BEAT_REGS, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
 from tensorlsu.hdl.verilog.emit import verilog_text
 
 from .layout import Layout
@@ -58,6 +58,7 @@ def layout_of(dut) -> Layout:
                   tmem_instr=fields(tmem_instr_layout()) if tmem else None,
                   tmem_result=fields(tmem_result_layout()) if tmem else None,
                   tmem_fill_data=tmem_fill_layout(tmem)["data"].offset if tmem else 0,
+                  tmem_store_regs=BEAT_REGS if tmem else 0,
                   cp_instr=fields(cp_instr_layout()) if dut.params.copy_port else None)
 
 

@@ -59,7 +59,7 @@ from .pipeline.take import Take
 from .smem.banks import SharedBanks
 from .smem.serve import BankStage
 from .tmem.quadrant import TmemQuadrant
-from .tmem.records import LANES, QUADRANTS, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
+from .tmem.records import LANES, QUADRANTS, beat_layout, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
 
 __all__ = ["LoadStoreUnit"]
 
@@ -161,7 +161,7 @@ class LoadStoreUnit(wiring.Component):
         self.fill_layout = fill_layout(p)
         self.store_layout = data.ArrayLayout(unsigned(32), p.lanes)
         self.tmem_layouts = {} if p.tmem is None else {
-            "instr": tmem_instr_layout(), "store": data.ArrayLayout(unsigned(32), LANES),
+            "instr": tmem_instr_layout(), "store": beat_layout(),
             "result": tmem_result_layout(), "fill": tmem_fill_layout(p.tmem),
             "dump_req": unsigned(p.tmem.col_bits), "dump": data.ArrayLayout(unsigned(32), LANES)}
         super().__init__({

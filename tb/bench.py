@@ -267,7 +267,7 @@ B200_32X32B = {1: 13, 2: 13, 4: 14, 8: 16, 16: 20, 32: 28, 64: 44}
 B200_ST_32X32B = {1: 13.0, 4: 14.6, 8: 16.2, 16: 21.6, 32: 31.5, 64: 49.8}
 #: A quadrant's byte limit per clock: loads, the result port's two registers a beat (the
 #: memory's four column accesses a step could give 512); stores, the store port's one register
-TMEM_LIMIT = {"tcgen05.ld": 256, "tcgen05.st": 128}
+TMEM_LIMIT = {"tcgen05.ld": 256, "tcgen05.st": 256}
 
 
 #: instructions of one form back to back on one quadrant in the Tensor Memory bench

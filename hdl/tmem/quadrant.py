@@ -32,9 +32,10 @@ later (the decode stage); its first step is issued the cycle after;
 the memory answers one cycle later; the words are aligned the next, and a beat leaves the
 cycle after its last step's words were placed (x1: four cycles from acceptance).
 A beat of one or two registers every one or two steps (:func:`~tensorlsu.hdl.tmem.plan.plan`);
-a ``.red`` load adds one ``redval`` beat. Stores: the store port's registers are collected into
-beats of two (a pending beat fills while the held one is written over its steps); one
-completion beat follows the last write. The next instruction is taken in the cycle a load's
+a ``.red`` load adds one ``redval`` beat. Stores: the store port brings beats of two
+consecutive registers (a pending beat waits while the held one is written over its steps),
+so a store writes as fast as a load of its form reads; one completion beat follows the last
+write. The next instruction is taken in the cycle a load's
 last step issues (its beats follow the load's), or once a store or refusal has ended; a
 refused one gives one beat (its error) after its store beats, and touches nothing.
 
@@ -59,6 +60,7 @@ from .plan import PORTS_PER_BANK, SHAPES
 from .records import (
     COPY_ROWS,
     LANES,
+    beat_layout,
     tmem_copy_signature,
     tmem_fill_layout,
     tmem_instr_layout,
@@ -77,8 +79,9 @@ class TmemQuadrant(wiring.Component):
     Members
     -------
     instr : In(stream.Signature(tmem_instr_layout()))
-    store : In(stream.Signature(ArrayLayout(unsigned(32), 32)))
-        One source register of every thread per beat, register 0 first.
+    store : In(stream.Signature(beat_layout()))
+        Two source registers of every thread per beat (``2k`` and ``2k + 1`` in beat ``k``; one
+        in an instruction of one register), register 0 first.
     result : Out(stream.Signature(tmem_result_layout()))
         Loads: register beats (``last`` on the final one), then for ``.red`` a REDVAL beat;
         stores: one DONE beat; a refusal: one DONE beat with ``error``.
@@ -104,7 +107,7 @@ class TmemQuadrant(wiring.Component):
         self.params, self.quadrant = params, quadrant
         super().__init__({
             "instr": In(stream.Signature(tmem_instr_layout())),
-            "store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))),
+            "store": In(stream.Signature(beat_layout())),
             "result": Out(stream.Signature(tmem_result_layout())),
             "fill": In(stream.Signature(tmem_fill_layout(params))),
             "dump_req": In(stream.Signature(unsigned(params.col_bits))),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from amaranth import signed, unsigned
 from amaranth.lib import data, enum, wiring
+from amaranth.utils import exact_log2
 from amaranth.lib.wiring import Out
 
 from ..codes import Error
@@ -18,7 +19,7 @@ from ..params import TmemParams
 from .plan import MAX_REGS, NUMS, SHAPES
 
 __all__ = ["LANES", "QUADRANTS", "CANONICAL_NAN", "MAX_REGS", "RedType", "Kind",
-           "beat_layout", "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields",
+           "BEAT_REGS", "beat_layout", "store_beats", "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields",
            "COPY_ROWS", "tmem_copy_layout", "tmem_copy_signature"]
 
 #: The NaN a reduction returns when it returns one (docs/ARCHITECTURE.md).
@@ -75,10 +76,19 @@ def tmem_copy_signature(columns: int) -> wiring.Signature:
     return wiring.Signature({"valid": Out(1), "payload": Out(tmem_copy_layout(columns))})
 
 
+#: Registers of every thread a beat carries, on the result port and on the store port.
+BEAT_REGS = 2
+
+
 def beat_layout() -> data.ArrayLayout:
-    """Two registers of every thread: what a result beat carries, and a store beat held for
-    its writes (slot 1 unused when the beat has one register)."""
-    return data.ArrayLayout(data.ArrayLayout(unsigned(32), LANES), 2)
+    """Two registers of every thread: what a result beat carries, and a store beat (registers
+    ``2k`` and ``2k + 1`` in beat ``k``; slot 1 unused when the instruction has one register)."""
+    return data.ArrayLayout(data.ArrayLayout(unsigned(32), LANES), BEAT_REGS)
+
+
+def store_beats(nregs):
+    """The store port's beats of a tcgen05.st of ``nregs`` registers (an int or a value)."""
+    return (nregs + BEAT_REGS - 1) // BEAT_REGS if isinstance(nregs, int) else (nregs + BEAT_REGS - 1) >> exact_log2(BEAT_REGS)
 
 
 def tmem_result_layout() -> data.StructLayout:

@@ -4,36 +4,37 @@ and the writes registered (stage W)."""
 from __future__ import annotations
 
 from amaranth import Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..params import TmemParams
 from .banks import pick
 from .plan import MAX_REGS, PORTS_PER_BANK, accesses, schedule
-from .records import LANES, beat_layout
+from .records import LANES, beat_layout, store_beats
 from .scatter import TmemScatter
 
 __all__ = ["TmemStore"]
 
 
 class TmemStore(wiring.Component):
-    """The store side of a quadrant: beats of two registers (one where the instruction has one)
-    from the store port, a *pending* beat filling while the *held* one is written over its
-    steps (:class:`~tensorlsu.hdl.tmem.scatter.TmemScatter` places it into the step's
-    columns), and the writes registered per bank port (stage W), so that neither the step
-    table nor the placement lies on the memory's input path.
+    """The store side of a quadrant: beats of two consecutive registers (one where the
+    instruction has one) from the store port, a *pending* beat waiting while the *held* one is
+    written over its steps (:class:`~tensorlsu.hdl.tmem.scatter.TmemScatter` places it into
+    the step's columns), and the writes registered per bank port (stage W), so that neither
+    the step table nor the placement lies on the memory's input path.
 
-    Latency: a step's writes reach the memory the cycle after the step (``writing``). The
-    register that completes a beat goes straight to the held beat when the writes are free.
-    A refused store's registers are taken and dropped (``drained`` once all are in).
+    Latency: a step's writes reach the memory the cycle after the step (``writing``). A beat
+    goes straight to the held one when the writes are free, so a beat a step is taken back to
+    back. A refused store's beats are taken and dropped (``drained`` once all are in).
 
     Members
     -------
-    store : In(stream.Signature(ArrayLayout(unsigned(32), LANES)))
-        The quadrant's store port.
+    store : In(stream.Signature(beat_layout()))
+        The quadrant's store port: registers ``2k`` and ``2k + 1`` of every thread in beat ``k``
+        (slot 1 unused in an instruction of one register).
     start, nregs, take, refusing : In
         An instruction is accepted (``start``) with ``nregs`` registers to take; ``take``: a
-        store is in flight whose registers are wanted; ``refusing``: it was refused.
+        store is in flight whose beats are wanted; ``refusing``: it was refused.
     writing, last_step : In(1)
         The held beat is written this step; it is the beat's last step.
     var, on, wide, lane_off : In
@@ -46,7 +47,7 @@ class TmemStore(wiring.Component):
     held_valid : Out(1)
         A beat is held for writing.
     drained : Out(1)
-        Every register of the instruction has been taken.
+        Every beat of the instruction has been taken.
     copy : In(1)
         A copy's write is offered (:class:`~tensorlsu.hdl.copy.stage.CopyStage`): it takes the
         write registers this cycle (no store writes while a copy holds the quadrant).
@@ -62,7 +63,7 @@ class TmemStore(wiring.Component):
         depth, ports = p.columns // p.banks, PORTS_PER_BANK
         nvar = len(schedule(p.banks).variants)
         super().__init__({
-            "store": In(stream.Signature(data.ArrayLayout(unsigned(32), LANES))),
+            "store": In(stream.Signature(beat_layout())),
             "start": In(1), "nregs": In(range(MAX_REGS + 1)), "take": In(1), "refusing": In(1),
             "writing": In(1), "last_step": In(1),
             "var": In(range(max(nvar, 2))), "first_var": In(range(max(nvar, 2))), "advance": In(1),
@@ -82,8 +83,8 @@ class TmemStore(wiring.Component):
         p = self.params
         m.submodules.scatter = scatter = TmemScatter(p.banks)
         pending, held = Signal(beat_layout()), Signal(beat_layout())
-        pending_slot, pending_full, pair = Signal(), Signal(), Signal()
-        drain = Signal(range(MAX_REGS + 1))                     # registers still to take
+        pending_full = Signal()
+        drain = Signal(range(store_beats(MAX_REGS) + 1))        # beats still to take
         held_valid, writing, done_beat = self.held_valid, self.writing, self.writing & self.last_step
         m.d.comb += [scatter.beat.eq(held), scatter.var.eq(self.var), scatter.start.eq(self.start),
                      scatter.first_var.eq(self.first_var), scatter.advance.eq(self.advance), scatter.wide.eq(self.wide),
@@ -96,8 +97,9 @@ class TmemStore(wiring.Component):
                                                       pick(p.banks, b, g, list(scatter.words), self.parity[g]))),
                              self.w_en[b][g].eq(Mux(self.copy, self.copy_en[b][g],
                                                     pick(p.banks, b, g, enables, self.parity[g]) & writing.replicate(LANES)))]
+        free = Signal()       # the held beat is free for the next at this edge
         move = Signal()       # the pending beat becomes the held one at this edge
-        m.d.comb += move.eq(pending_full & (~held_valid | done_beat))
+        m.d.comb += [free.eq(~held_valid | done_beat), move.eq(pending_full & free)]
         with m.If(move):
             m.d.sync += [held.eq(pending), held_valid.eq(1), pending_full.eq(0)]
         with m.Elif(done_beat):
@@ -108,14 +110,13 @@ class TmemStore(wiring.Component):
         with m.Else():
             m.d.comb += port.ready.eq(self.take & (drain != 0) & (~pending_full | move))
         with m.If(port.valid & port.ready):
-            m.d.sync += [pending[pending_slot].eq(port.payload), drain.eq(drain - 1)]
+            m.d.sync += drain.eq(drain - 1)
             with m.If(~self.refusing):
-                m.d.sync += [pending_full.eq(pending_slot | ~pair), pending_slot.eq(pair & ~pending_slot)]
-                # the register that completes a beat goes straight to the writes when they are free
-                with m.If((pending_slot | ~pair) & ~pending_full & (~held_valid | done_beat)):
-                    m.d.sync += [held.eq(pending), held[pending_slot].eq(port.payload),
-                                 held_valid.eq(1), pending_full.eq(0)]
+                # straight to the writes when they are free and nothing waits before it
+                with m.If(~pending_full & free):
+                    m.d.sync += [held.eq(port.payload), held_valid.eq(1)]
+                with m.Else():
+                    m.d.sync += [pending.eq(port.payload), pending_full.eq(1)]
         with m.If(self.start):
-            m.d.sync += [held_valid.eq(0), pending_full.eq(0), pending_slot.eq(0), pair.eq(self.nregs > 1),
-                         drain.eq(self.nregs)]
+            m.d.sync += [held_valid.eq(0), pending_full.eq(0), drain.eq(store_beats(self.nregs))]
         return m

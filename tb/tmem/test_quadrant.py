@@ -37,9 +37,11 @@ async def _run(ctx, dut, rng, ins, taddr, warp, split, regs):
     seen = np.zeros(ins.nregs, bool)
     sent = 0
     for _ in range(4000):
-        if ins.op == "tcgen05.st" and sent < ins.nregs:
+        if ins.op == "tcgen05.st" and sent < -(-ins.nregs // 2):
+            # a beat of registers 2k and 2k + 1 (the second zero in a store of one register)
             ctx.set(dut.store.valid, 1)
-            ctx.set(dut.store.payload, [int(x) for x in regs[:, sent]])
+            ctx.set(dut.store.payload, [[int(x) for x in regs[:, r]] if r < ins.nregs else [0] * LANES
+                                        for r in (2 * sent, 2 * sent + 1)])
         else:
             ctx.set(dut.store.valid, 0)
         ready = rng.random() < 0.8

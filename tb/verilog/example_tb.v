@@ -315,16 +315,16 @@ module example_tb;
 
         // Tensor Memory: store register r of thread t = 0xA000_0000 + 256 r + t at lane 32 + t,
         // column 5 + r, then load it back
+        // (one beat of the store port carries both registers, register 0 in its low half)
         put_tmem(1, {16'd32, 16'd5});
-        for (r = 0; r < 2; r = r + 1) begin
-            @(negedge clk);
+        @(negedge clk);
+        for (r = 0; r < 2; r = r + 1)
             for (t = 0; t < 32; t = t + 1)
-                tm_store_payload[t * 32 +: 32] = 32'hA000_0000 + 256 * r + t;
-            tm_store_valid = 1;
-            @(posedge clk);
-            while (!tm_store_ready) @(posedge clk);
-            @(negedge clk) tm_store_valid = 0;
-        end
+                tm_store_payload[1024 * r + t * 32 +: 32] = 32'hA000_0000 + 256 * r + t;
+        tm_store_valid = 1;
+        @(posedge clk);
+        while (!tm_store_ready) @(posedge clk);
+        @(negedge clk) tm_store_valid = 0;
         take_tmem_beat;
         check("tcgen05.st kind", `TENSORLSU_TMEM_KIND_DONE,
               tbeat[`TENSORLSU_TMEM_RESULT_KIND_OFFSET +: `TENSORLSU_TMEM_RESULT_KIND_WIDTH]);
