@@ -204,7 +204,7 @@ class CopyStage(wiring.Component):
         quad_d = Signal(data.ArrayLayout(unsigned(p.quads), SLOTS), name="c_quad_d")
         write = Signal(info, name="c_write")
         m.d.sync += [rows_at.eq(read), quad_d.eq(read_quad), write.eq(rows_at)]
-        rows = [Signal(ROW_BITS, name=f"c_row{k}") for k in range(SLOTS)]
+        rows = [Signal(ROW_BITS, name=f"c_row{k}", reset_less=True) for k in range(SLOTS)]
         for k in range(SLOTS):
             with m.If(quad_d[k].any()):
                 m.d.sync += rows[k].eq(_or(*[Mux(quad_d[k][q], self.banks.rdata[q], 0) for q in range(p.quads)]))

@@ -90,8 +90,8 @@ class TmemCheck(wiring.Component):
         red_ok &= ins.red_type.as_value() != 3
         # the span is a power of two, 2**e with e the shape's width, .num and .pack as logs:
         # the span less one is a mask of e ones, from a 4-bit sum rather than the form's
-        # decode (which is deep), and col_last one adder after it (a form the unit lacks
-        # is refused whatever its col_last)
+        # decode (which is deep); col_last is picked by e among col0 plus each mask (a form
+        # the unit lacks is refused whatever its col_last)
         assert all(cols_of(*f[1:]) == cols_of(f[1], 1, False) * f[2] << f[3] for f in sch.forms())
         width_log = Signal(2)
         with m.Switch(ins.shape_id):
@@ -99,13 +99,26 @@ class TmemCheck(wiring.Component):
                 with m.Case(i):
                     m.d.comb += width_log.eq(cols_of(shape, 1, False).bit_length() - 1)
         e = Signal(4)
-        span_less1 = Signal.like(span)
-        m.d.comb += [e.eq(width_log + ins.num_log2 + ins.pack),
-                     span_less1.eq(Cat(*[e > i for i in range(len(span_less1))])),
-                     self.col_last.eq(col0 + span_less1), self.x2.eq(x2)]
+        m.d.comb += [e.eq(width_log + ins.num_log2 + ins.pack), self.x2.eq(x2)]
+        # col0 plus each mask beside e's sum, then one picked (no adder after the sum)
+        ones = len(span)
+        with m.Switch(e):
+            for i in range(ones):
+                with m.Case(i):
+                    m.d.comb += self.col_last.eq(col0 + ((1 << i) - 1))
+            with m.Default():
+                m.d.comb += self.col_last.eq(col0 + ((1 << ones) - 1))
+        # immHalfSplitoff (not negative) below the span: none of its bits at e or above
+        split_below = Signal()
+        with m.Switch(e):
+            for i in range(ones):
+                with m.Case(i):
+                    m.d.comb += split_below.eq(~ins.split.as_unsigned()[i:].any())
+            with m.Default():
+                m.d.comb += split_below.eq(~ins.split.as_unsigned()[ones:].any())
         with m.If(~known | (ins.red & ~red_ok)):
             m.d.comb += self.early.eq(Error.UNSUPPORTED)
-        with m.Elif(x2 & (~ins.has_split | (ins.split < 0) | (ins.store & (ins.split < span)))):
+        with m.Elif(x2 & (~ins.has_split | (ins.split < 0) | (ins.store & split_below))):
             m.d.comb += self.early.eq(Error.SPLIT)
         with m.Elif(~x2 & ins.has_split):
             m.d.comb += self.early.eq(Error.SPLIT)

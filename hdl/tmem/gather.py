@@ -78,8 +78,9 @@ class TmemGather(wiring.Component):
         m = Module()
         nvar = len(schedule(self.banks).variants)
         ports = accesses(self.banks)
-        # align: virtual lanes, registered
-        virt = [[Signal(32, name=f"virt{k}_{lane}") for lane in range(LANES)] for k in range(ports)]
+        # align: virtual lanes, registered. The data registers here have no reset (their
+        # valids elsewhere do), which keeps them off the reset's fanout tree
+        virt = [[Signal(32, name=f"virt{k}_{lane}", reset_less=True) for lane in range(LANES)] for k in range(ports)]
         for k in range(ports):
             rotated = to_virtual([self.words[k][32 * lane:32 * lane + 32] for lane in range(LANES)],
                                  self.lane_off)
@@ -88,6 +89,8 @@ class TmemGather(wiring.Component):
         cands, table = sources(self.banks)
         sel_of = selects(m, self.var, cands, table, nvar, load=self.load)
         # place
+        beat = Signal(beat_layout(), name="placed", reset_less=True)
+        m.d.comb += self.beat.eq(beat)
         for target in sorted(cands):
             n = len(cands[target])
             sel = sel_of[target]
@@ -95,5 +98,5 @@ class TmemGather(wiring.Component):
                     for port, lane, h in cands[target]]
             slot, t, h = target
             with m.If(self.take & (sel != n)):
-                m.d.sync += self.beat[slot][t][HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(select(srcs, sel))
+                m.d.sync += beat[slot][t][HALF_BITS * h:HALF_BITS * h + HALF_BITS].eq(select(srcs, sel))
         return m

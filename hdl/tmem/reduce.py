@@ -78,7 +78,7 @@ class TmemReduce(wiring.Component):
             # stage 1: the inputs' keys, whether each is a value (present, not NaN) and whether
             # either is a NaN
             s1 = Signal(data.StructLayout({"key0": 32, "key1": 32, "ok0": 1, "ok1": 1, "nan": 1}),
-                        name=f"red_s1_{t}")
+                        name=f"red_s1_{t}", reset_less=True)
             keys, ok, nan_now = [], [], []
             for j in (0, 1):
                 val = self.beat[j][t]
@@ -93,7 +93,8 @@ class TmemReduce(wiring.Component):
                 m.d.sync += [s1.key0.eq(keys[0]), s1.key1.eq(keys[1]), s1.ok0.eq(ok[0]), s1.ok1.eq(ok[1]),
                              s1.nan.eq(nan_now[0] | nan_now[1])]
             # stage 2: against the kept key
-            best = Signal(32, name=f"best{t}")      # the key kept so far (inverted for .max)
+            # the key kept so far (inverted for .max); no reset: read only once ``seen``
+            best = Signal(32, name=f"best{t}", reset_less=True)
             seen = Signal(name=f"seen{t}")          # a non-NaN value was kept
             nan_in = Signal(name=f"nan_in{t}")      # a NaN input was seen
             take0, take1 = Signal(name=f"take{t}_0"), Signal(name=f"take{t}_1")

@@ -82,7 +82,10 @@ class TmemStore(wiring.Component):
         m = Module()
         p = self.params
         m.submodules.scatter = scatter = TmemScatter(p.banks)
-        pending, held = Signal(beat_layout()), Signal(beat_layout())
+        # the data registers have no reset (their valids and write enables do), which keeps
+        # them off the reset's fanout tree
+        pending = Signal(beat_layout(), name="pending", reset_less=True)
+        held = Signal(beat_layout(), name="held", reset_less=True)
         pending_full = Signal()
         drain = Signal(range(store_beats(MAX_REGS) + 1))        # beats still to take
         held_valid, writing, done_beat = self.held_valid, self.writing, self.writing & self.last_step
@@ -92,8 +95,11 @@ class TmemStore(wiring.Component):
         enables = [scatter.lanes[k] & self.on[k].replicate(LANES) for k in range(len(self.on))]
         for g in range(PORTS_PER_BANK):
             for b in range(p.banks):
-                m.d.sync += [self.w_addr[b][g].eq(Mux(self.copy, self.copy_addr[b][g], self.addr[b][g])),
-                             self.w_data[b][g].eq(Mux(self.copy, self.copy_data[b][g],
+                w_addr = Signal.like(self.w_addr[b][g], name=f"w_addr_{b}_{g}", reset_less=True)
+                w_data = Signal.like(self.w_data[b][g], name=f"w_data_{b}_{g}", reset_less=True)
+                m.d.comb += [self.w_addr[b][g].eq(w_addr), self.w_data[b][g].eq(w_data)]
+                m.d.sync += [w_addr.eq(Mux(self.copy, self.copy_addr[b][g], self.addr[b][g])),
+                             w_data.eq(Mux(self.copy, self.copy_data[b][g],
                                                       pick(p.banks, b, g, list(scatter.words), self.parity[g]))),
                              self.w_en[b][g].eq(Mux(self.copy, self.copy_en[b][g],
                                                     pick(p.banks, b, g, enables, self.parity[g]) & writing.replicate(LANES)))]
