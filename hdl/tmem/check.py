@@ -3,9 +3,9 @@
 Combinational (latency 0). The checks come in the model's order (``tensorlsu.sim.model``
 ``_tmem_cells``): an unsupported form or reduction, then immHalfSplitoff, then the lanes (the
 warp's quadrant), then the columns (past the memory); the first that fails is the error. The
-last one is given as its operands (``early``: the error of the others; ``col_last``: taddr's
-column plus the columns one access spans, less one), so that a caller may register them
-first: :func:`verdict` ends it.
+last one is given as its operands (``early``: the error of the others; ``span_log``: log2 of
+the columns one access spans), so that a caller may register them first: :func:`verdict` ends
+it.
 
 Assumes the quadrant index is fixed at build time; taddr's lane is in bits 31:16 and its
 column in bits 15:0.
@@ -22,7 +22,10 @@ from ..params import TmemParams
 from .plan import MAX_REGS, NUMS, SHAPES, cols_of, plan, schedule
 from .records import LANES, RedType, tmem_instr_layout
 
-__all__ = ["TmemCheck", "verdict"]
+__all__ = ["TmemCheck", "verdict", "SPAN_LOG_MAX"]
+
+#: log2 of the most columns one access of any form spans
+SPAN_LOG_MAX = max(cols_of(*f[1:]) for f in schedule().forms()).bit_length() - 1
 
 
 def _code(op: str, shape: str, num: int, pack: bool) -> int:
@@ -30,10 +33,22 @@ def _code(op: str, shape: str, num: int, pack: bool) -> int:
     return NUMS.index(num) | SHAPES.index(shape) << 3 | int(pack) << 6 | int(op == "tcgen05.st") << 7
 
 
-def verdict(early, col_last, x2, split, columns: int):
-    """The instruction's error from :class:`TmemCheck`'s ``early`` and ``col_last``: the
-    columns check is the last (``x2``: 16x32bx2, whose second half lies immHalfSplitoff on)."""
-    return Mux(early != Error.NONE, early, Mux(col_last + Mux(x2, split, 0) >= columns, Error.COLUMNS, Error.NONE))
+def verdict(m, early, first_col, span_log, columns: int, ones: int):
+    """The instruction's error from :class:`TmemCheck`'s ``early`` and the columns' operands:
+    the columns check is the last. ``first_col``: the column the last access starts at (taddr's
+    column, or for .16x32bx2 that plus immHalfSplitoff); ``span_log``: log2 of the columns one
+    access spans (``ones`` at most). The access passes the last column when ``first_col`` is at
+    least ``columns`` less the span plus one: a comparison with a constant for each span, one
+    picked (no adder). A span_log past ``ones`` (a form the unit lacks, refused before) is
+    taken as ``ones``."""
+    past = Signal(name="columns_past")
+    with m.Switch(span_log):
+        for i in range(ones + 1):
+            with m.Case(i):
+                m.d.comb += past.eq(first_col >= max(columns - ((1 << i) - 1), 0))
+        with m.Default():
+            m.d.comb += past.eq(first_col >= max(columns - ((1 << ones) - 1), 0))
+    return Mux(early != Error.NONE, early, Mux(past, Error.COLUMNS, Error.NONE))
 
 
 class TmemCheck(wiring.Component):
@@ -44,8 +59,9 @@ class TmemCheck(wiring.Component):
     instr : In(tmem_instr_layout())
     early : Out(Error)
         The first failing check but the columns'.
-    col_last : Out(17), x2 : Out(1)
-        taddr's column plus the columns one access spans, less one; the form is 16x32bx2.
+    span_log, x2 : Out
+        log2 of the columns one access spans (at most ``SPAN_LOG_MAX``); the form is 16x32bx2,
+        whose second access lies immHalfSplitoff on.
     cls : Out
         The instruction's class in :func:`~tensorlsu.hdl.tmem.plan.schedule`.
     periods, nregs : Out
@@ -59,7 +75,7 @@ class TmemCheck(wiring.Component):
         sch = schedule(params.banks)
         super().__init__({
             "instr": In(tmem_instr_layout()),
-            "early": Out(Error), "col_last": Out(17), "x2": Out(1),
+            "early": Out(Error), "span_log": Out(4), "x2": Out(1),
             "cls": Out(range(max(len(sch.keys), 2))),
             "periods": Out(range(MAX_REGS + 1)),
             "nregs": Out(range(MAX_REGS + 1)),
@@ -88,26 +104,18 @@ class TmemCheck(wiring.Component):
         red_ok = (wide | x2) & ~ins.pack & ~ins.store & (ins.num_log2 != 0)
         red_ok &= (ins.red_type == RedType.F32) | (~ins.abs & ~ins.nan)
         red_ok &= ins.red_type.as_value() != 3
-        # the span is a power of two, 2**e with e the shape's width, .num and .pack as logs:
-        # the span less one is a mask of e ones, from a 4-bit sum rather than the form's
-        # decode (which is deep); col_last is picked by e among col0 plus each mask (a form
-        # the unit lacks is refused whatever its col_last)
+        # the span is a power of two, 2**e with e the shape's width, .num and .pack as logs: a
+        # 4-bit sum rather than the form's decode (which is deep); a form the unit lacks is
+        # refused whatever its e
         assert all(cols_of(*f[1:]) == cols_of(f[1], 1, False) * f[2] << f[3] for f in sch.forms())
         width_log = Signal(2)
         with m.Switch(ins.shape_id):
             for i, shape in enumerate(SHAPES):
                 with m.Case(i):
                     m.d.comb += width_log.eq(cols_of(shape, 1, False).bit_length() - 1)
-        e = Signal(4)
+        e = self.span_log
         m.d.comb += [e.eq(width_log + ins.num_log2 + ins.pack), self.x2.eq(x2)]
-        # col0 plus each mask beside e's sum, then one picked (no adder after the sum)
-        ones = len(span)
-        with m.Switch(e):
-            for i in range(ones):
-                with m.Case(i):
-                    m.d.comb += self.col_last.eq(col0 + ((1 << i) - 1))
-            with m.Default():
-                m.d.comb += self.col_last.eq(col0 + ((1 << ones) - 1))
+        ones = SPAN_LOG_MAX
         # immHalfSplitoff (not negative) below the span: none of its bits at e or above
         split_below = Signal()
         with m.Switch(e):

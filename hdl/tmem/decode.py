@@ -3,14 +3,14 @@ stages ahead of the step sequencer."""
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..lib.stages import stage_pair
 from ..params import TmemParams
-from .check import TmemCheck, verdict
+from .check import SPAN_LOG_MAX, TmemCheck, verdict
 from .plan import MAX_REGS, schedule
 from .records import LANES, tmem_instr_layout
 from .steps import ADDR_BITS, first_layout, first_step
@@ -34,11 +34,13 @@ class TmemDecode(wiring.Component):
 
     - **D1**: the instruction, its check and decode (:class:`~tensorlsu.hdl.tmem.check.TmemCheck`)
       but the columns' verdict, taddr's column and the column plus immHalfSplitoff.
-    - **D2**: the columns' verdict (one adder and a comparison), and the first step of its class
+    - **D2**: the columns' verdict (a comparison with a constant per span), and the first step of its class
       (:func:`~tensorlsu.hdl.tmem.steps.first_step`): the row's fields from a table, each
       port's column from one adder.
 
-    Latency: an instruction taken in cycle ``t`` is offered in ``t + 2``. A beat a clock.
+    Latency: an instruction taken in cycle ``t`` is offered in ``t + 2``. A beat a clock while
+    the stages drain; while both are full, the port's ready waits for one to empty (it never
+    depends on ``decoded.ready``).
 
     Members
     -------
@@ -60,7 +62,9 @@ class TmemDecode(wiring.Component):
         m = Module()
         p = self.params
         out = self.decoded
-        stages = stage_pair(m, "d", self.instr.valid, out.ready, self.stall)
+        # decoupled: the port's ready and D1's enables wait on no state past the decode stage
+        # (an instruction takes two cycles or more past it, so the rate holds)
+        stages = stage_pair(m, "d", self.instr.valid, out.ready, self.stall, decoupled=True)
         m.d.comb += [self.instr.ready.eq(stages.in_ready), self.busy.eq(stages.valid1 | stages.valid2),
                      out.valid.eq(stages.valid2)]
 
@@ -70,11 +74,11 @@ class TmemDecode(wiring.Component):
         d1 = Signal(data.StructLayout({k: decoded_layout(p)[k].shape
                                        for k in ("instr", "error", "cls", "periods", "nregs", "lane_off")}
                                       | {"col": unsigned(ADDR_BITS), "col_split": unsigned(ADDR_BITS),
-                                         "col_last": 17, "x2": 1}),
+                                         "span_log": 4, "x2": 1}),
                     name="d1", reset_less=True)
         m.d.comb += check.instr.eq(ins)
         with m.If(stages.take):
-            m.d.sync += [d1.instr.eq(ins), d1.error.eq(check.early), d1.col_last.eq(check.col_last), d1.x2.eq(check.x2),
+            m.d.sync += [d1.instr.eq(ins), d1.error.eq(check.early), d1.span_log.eq(check.span_log), d1.x2.eq(check.x2),
                          d1.cls.eq(check.cls),
                          d1.periods.eq(check.periods), d1.nregs.eq(check.nregs), d1.lane_off.eq(check.lane_off),
                          d1.col.eq(ins.taddr[:16]), d1.col_split.eq(ins.taddr[:16] + ins.split)]
@@ -84,7 +88,8 @@ class TmemDecode(wiring.Component):
         d2 = Signal(decoded_layout(p), name="d2", reset_less=True)
         with m.If(stages.move):
             m.d.sync += [*[getattr(d2, k).eq(getattr(d1, k)) for k in ("instr", "cls", "periods", "nregs", "lane_off")],
-                         d2.error.eq(verdict(d1.error, d1.col_last, d1.x2, d1.instr.split, p.columns)),
+                         d2.error.eq(verdict(m, d1.error, Mux(d1.x2, d1.col_split, d1.col), d1.span_log,
+                                             p.columns, SPAN_LOG_MAX)),
                          d2.first.eq(first)]
         m.d.comb += out.payload.eq(d2)
         return m

@@ -6,11 +6,11 @@ Expected values: tensorlsu.sim.model (tcgen05_ld / tcgen05_st), which follows th
 bounds (the last column, the warp's quadrant, the halves of a .16x32bx2 store)."""
 
 import numpy as np
-from amaranth import Elaboratable, Module, Signal
+from amaranth import Elaboratable, Module, Mux, Signal
 from amaranth.sim import Simulator
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import TmemParams
-from tensorlsu.hdl.tmem.check import TmemCheck, verdict
+from tensorlsu.hdl.tmem.check import SPAN_LOG_MAX, TmemCheck, verdict
 from tensorlsu.hdl.tmem.plan import schedule
 from tensorlsu.hdl.tmem.records import instr_fields
 from tensorlsu.sim import layouts, model, ptx
@@ -28,7 +28,9 @@ class _Checked(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         c = m.submodules.check = self.check
-        m.d.comb += self.error.eq(verdict(c.early, c.col_last, c.x2, c.instr.split, COLS))
+        col = c.instr.taddr[:16]
+        first = Mux(c.x2, col + c.instr.split, col)
+        m.d.comb += self.error.eq(verdict(m, c.early, first, c.span_log, COLS, SPAN_LOG_MAX))
         return m
 
 
