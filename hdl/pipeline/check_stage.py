@@ -169,23 +169,28 @@ class CheckStage(wiring.Component):
         """K1's part of the wmma.load checks: the form's geometry, the stride in bytes and its
         checks, the address's alignment, its state space and the matrix address resolved."""
         p = self.params
-        wm_lg_bits = Signal(range(7))       # log2 of the element width
-        wm_lg_span = Signal(range(12))      # ... plus log2 of the lines
-        wm_least = Signal(range(129))       # the leading dimension: the least stride
-        wm_grain = Signal(8)                # the stride is a multiple of this + 1
+        # the stride in bytes, and times the lines: constant shifts of the port's stride by
+        # each form's element width and lines, picked by the form beside its decode (no shifter
+        # after it; K2 then has one subtraction for the span); only a stride that fits sw bits
+        # is used
+        full_bits = len(ip.stride) + 3
+
+        def in_bytes(lg_bits, lg_span):
+            full = ((ip.stride << lg_bits) >> 3)[:full_bits]
+            return [nxt.huge.eq(full[sw:].any()), nxt.stride_bytes.eq(full[:sw]),
+                    nxt.stride_lines.eq((ip.stride << lg_span) >> 3)]
         with m.Switch(ip.form):
             for f, inf in enumerate(map(forms.info, range(len(forms.FORMS)))):
                 if inf.wmma:
                     with m.Case(f):
-                        m.d.comb += [wm_lg_bits.eq(inf.bits.bit_length() - 1),
-                                     wm_lg_span.eq(inf.bits.bit_length() - 1 + inf.lines.bit_length() - 1),
-                                     wm_least.eq(inf.least),
-                                     wm_grain.eq(inf.stride_grain - 1)]
-        stride_full = Signal(len(ip.stride) + 3)
-        # the stride in bytes, and times the lines (each one shift from the port: K2 then has
-        # one subtraction for the span); only a stride that fits sw bits is used
-        m.d.comb += [stride_full.eq((ip.stride << wm_lg_bits) >> 3), nxt.huge.eq(stride_full[sw:].any()),
-                     nxt.stride_bytes.eq(stride_full[:sw]), nxt.stride_lines.eq((ip.stride << wm_lg_span) >> 3)]
+                        lg_bits = inf.bits.bit_length() - 1
+                        # the stride's checks against the form's constants: below the leading
+                        # dimension, or off its grain
+                        m.d.comb += [*in_bytes(lg_bits, lg_bits + inf.lines.bit_length() - 1),
+                                     nxt.wm_stride.eq((ip.stride < inf.least) |
+                                                      ((ip.stride & (inf.stride_grain - 1)) != 0))]
+            with m.Default():
+                m.d.comb += [*in_bytes(0, 0), nxt.wm_stride.eq(0)]
         # the state space: a generic address inside the shared window is its offset there
         addr = ip.addr[0]
         in_window = Signal()
@@ -196,8 +201,7 @@ class CheckStage(wiring.Component):
             m.d.comb += nxt.below.eq(nxt.glob & (addr < p.global_base))
         m.d.comb += nxt.base.eq(Mux((ip.space == Space.GENERIC) & in_window, addr - p.shared_window_base, addr))
         m.d.comb += [nxt.wm_unsupported.eq((ip.space == Space.GLOBAL) & C(int(not p.global_port), 1)),
-                     nxt.wm_misaligned.eq(addr[:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0),
-                     nxt.wm_stride.eq((ip.stride < wm_least) | ((ip.stride & wm_grain) != 0))]
+                     nxt.wm_misaligned.eq(addr[:(WMMA_ADDR_ALIGN - 1).bit_length()] != 0)]
 
     @staticmethod
     def _error(k1):
