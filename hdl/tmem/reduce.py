@@ -1,9 +1,10 @@
 """The reduction of a ``tcgen05.ld.red``: the min or max of every thread's destination
 registers, folded as the register beats leave.
 
-Latency: two register stages. A ``fold`` (a register beat taken) registers the better of the
-beat's two inputs as an order key with its flags (stage 1); the next cycle it is compared with
-the kept value, which it replaces if better (stage 2, one comparator deep). ``redval`` is combinational from it, so it is whole :attr:`TmemReduce.LATENCY`
+Latency: two register stages. A ``fold`` (a register beat taken) registers the beat's two
+inputs as order keys with their flags (stage 1); the next cycle they are compared with the
+kept value and with each other, all at once, and the running value is updated (stage 2, one
+comparator deep). ``redval`` is combinational from it, so it is whole :attr:`TmemReduce.LATENCY`
 cycles after the last register beat is taken. ``clear`` (a new instruction) starts over and
 drops a fold still in stage 1 (the instruction before's).
 
@@ -74,9 +75,10 @@ class TmemReduce(wiring.Component):
         pend = Signal(name="red_pend")
         m.d.sync += pend.eq(self.fold & ~self.clear)
         for t in range(LANES):
-            # stage 1: the better of the beat's two inputs as a key, whether it is a value
-            # (present, not NaN) and whether either input is a NaN
-            s1 = Signal(data.StructLayout({"key": 32, "ok": 1, "nan": 1}), name=f"red_s1_{t}", reset_less=True)
+            # stage 1: the inputs' keys, whether each is a value (present, not NaN) and whether
+            # either is a NaN
+            s1 = Signal(data.StructLayout({"key0": 32, "key1": 32, "ok0": 1, "ok1": 1, "nan": 1}),
+                        name=f"red_s1_{t}", reset_less=True)
             keys, ok, nan_now = [], [], []
             for j in (0, 1):
                 val = self.beat[j][t]
@@ -87,25 +89,27 @@ class TmemReduce(wiring.Component):
                 keys.append(order_key(m, mag, self.red_type, f"{t}_{j}_in") ^ flip)
                 ok.append(present & ~isnan)
                 nan_now.append(present & isnan)
-            second = Signal(name=f"red_second{t}")     # the second input is the better value
-            m.d.comb += second.eq(ok[1] & (~ok[0] | better(keys[1], keys[0])))
             with m.If(self.fold):
-                m.d.sync += [s1.key.eq(Mux(second, keys[1], keys[0])), s1.ok.eq(ok[0] | ok[1]),
+                m.d.sync += [s1.key0.eq(keys[0]), s1.key1.eq(keys[1]), s1.ok0.eq(ok[0]), s1.ok1.eq(ok[1]),
                              s1.nan.eq(nan_now[0] | nan_now[1])]
             # stage 2: against the kept key
+            # the key kept so far (inverted for .max); no reset: read only once ``seen``
             best = Signal(32, name=f"best{t}", reset_less=True)
             seen = Signal(name=f"seen{t}")          # a non-NaN value was kept
             nan_in = Signal(name=f"nan_in{t}")      # a NaN input was seen
-            take = Signal(name=f"take{t}")
-            m.d.comb += take.eq(s1.ok & (~seen | better(s1.key, best)))
+            take0, take1 = Signal(name=f"take{t}_0"), Signal(name=f"take{t}_1")
+            m.d.comb += [take0.eq(s1.ok0 & (~seen | better(s1.key0, best))),
+                         # the second input against what the first fold kept
+                         take1.eq(s1.ok1 & (~(seen | take0) | Mux(take0, better(s1.key1, s1.key0),
+                                                                  better(s1.key1, best))))]
             # the kept key follows every fold, a clear's included: a clear empties ``seen``, so
             # that key is never read (and its 1,024 enables wait on a register, not on the clear)
             with m.If(pend):
-                m.d.sync += best.eq(Mux(take, s1.key, best))
+                m.d.sync += best.eq(Mux(take1, s1.key1, Mux(take0, s1.key0, best)))
             with m.If(self.clear):
                 m.d.sync += [seen.eq(0), nan_in.eq(0)]
             with m.Elif(pend):
-                m.d.sync += [seen.eq(seen | take), nan_in.eq(nan_in | s1.nan)]
+                m.d.sync += [seen.eq(seen | take0 | take1), nan_in.eq(nan_in | s1.nan)]
             # the kept value from its key (the key's transform is its own inverse but for the
             # sign bit, read back first)
             key = best ^ flip
