@@ -33,21 +33,27 @@ def _code(op: str, shape: str, num: int, pack: bool) -> int:
     return NUMS.index(num) | SHAPES.index(shape) << 3 | int(pack) << 6 | int(op == "tcgen05.st") << 7
 
 
-def verdict(m, early, first_col, span_log, columns: int, ones: int):
+def _by_span_log(m, span_log, value, name):
+    """A signal that is ``value(i)`` while ``span_log`` is ``i`` (``value(SPAN_LOG_MAX)`` past
+    it: a form the unit lacks, refused before): a constant-indexed choice, no arithmetic on
+    ``span_log``."""
+    out = Signal(name=name)
+    with m.Switch(span_log):
+        for i in range(SPAN_LOG_MAX):
+            with m.Case(i):
+                m.d.comb += out.eq(value(i))
+        with m.Default():
+            m.d.comb += out.eq(value(SPAN_LOG_MAX))
+    return out
+
+
+def verdict(m, early, first_col, span_log, columns: int):
     """The instruction's error from :class:`TmemCheck`'s ``early`` and the columns' operands:
     the columns check is the last. ``first_col``: the column the last access starts at (taddr's
     column, or for .16x32bx2 that plus immHalfSplitoff); ``span_log``: log2 of the columns one
-    access spans (``ones`` at most). The access passes the last column when ``first_col`` is at
-    least ``columns`` less the span plus one: a comparison with a constant for each span, one
-    picked (no adder). A span_log past ``ones`` (a form the unit lacks, refused before) is
-    taken as ``ones``."""
-    past = Signal(name="columns_past")
-    with m.Switch(span_log):
-        for i in range(ones + 1):
-            with m.Case(i):
-                m.d.comb += past.eq(first_col >= max(columns - ((1 << i) - 1), 0))
-        with m.Default():
-            m.d.comb += past.eq(first_col >= max(columns - ((1 << ones) - 1), 0))
+    access spans. The access passes the last column when ``first_col`` is at least ``columns``
+    less the span plus one: a comparison with a constant for each span, one picked (no adder)."""
+    past = _by_span_log(m, span_log, lambda i: first_col >= max(columns - ((1 << i) - 1), 0), "columns_past")
     return Mux(early != Error.NONE, early, Mux(past, Error.COLUMNS, Error.NONE))
 
 
@@ -86,16 +92,13 @@ class TmemCheck(wiring.Component):
         m = Module()
         ins = self.instr
         sch = schedule(self.params.banks)
-        # columns one access (one half) spans
-        span = Signal(range(max(cols_of(*f[1:]) for f in sch.forms()) + 1))
         known = Signal()
         with m.Switch(Cat(ins.num_log2, ins.shape_id, ins.pack, ins.store)):
             for op, shape, num, pack in sch.forms():
                 pl = plan(op, shape, num, pack, self.params.banks)
                 with m.Case(_code(op, shape, num, pack)):
                     m.d.comb += [known.eq(1), self.cls.eq(sch.cls_of(op, shape, num, pack)),
-                                 self.periods.eq(pl.periods), self.nregs.eq(pl.periods * pl.period_regs),
-                                 span.eq(cols_of(shape, num, pack))]
+                                 self.periods.eq(pl.periods), self.nregs.eq(pl.periods * pl.period_regs)]
 
         lane0, col0 = ins.taddr[16:], ins.taddr[:16]
         base = self.quadrant * LANES
@@ -115,15 +118,8 @@ class TmemCheck(wiring.Component):
                     m.d.comb += width_log.eq(cols_of(shape, 1, False).bit_length() - 1)
         e = self.span_log
         m.d.comb += [e.eq(width_log + ins.num_log2 + ins.pack), self.x2.eq(x2)]
-        ones = SPAN_LOG_MAX
         # immHalfSplitoff (not negative) below the span: none of its bits at e or above
-        split_below = Signal()
-        with m.Switch(e):
-            for i in range(ones):
-                with m.Case(i):
-                    m.d.comb += split_below.eq(~ins.split.as_unsigned()[i:].any())
-            with m.Default():
-                m.d.comb += split_below.eq(~ins.split.as_unsigned()[ones:].any())
+        split_below = _by_span_log(m, e, lambda i: ~ins.split.as_unsigned()[i:].any(), "split_below")
         with m.If(~known | (ins.red & ~red_ok)):
             m.d.comb += self.early.eq(Error.UNSUPPORTED)
         with m.Elif(x2 & (~ins.has_split | (ins.split < 0) | (ins.store & split_below))):

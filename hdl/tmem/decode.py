@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 from ..codes import Error
 from ..lib.stages import stage_pair
 from ..params import TmemParams
-from .check import SPAN_LOG_MAX, TmemCheck, verdict
+from .check import TmemCheck, verdict
 from .plan import MAX_REGS, schedule
 from .records import LANES, tmem_instr_layout
 from .steps import ADDR_BITS, first_layout, first_step
@@ -89,7 +89,7 @@ class TmemDecode(wiring.Component):
         with m.If(stages.move):
             m.d.sync += [*[getattr(d2, k).eq(getattr(d1, k)) for k in ("instr", "cls", "periods", "nregs", "lane_off")],
                          d2.error.eq(verdict(m, d1.error, Mux(d1.x2, d1.col_split, d1.col), d1.span_log,
-                                             p.columns, SPAN_LOG_MAX)),
+                                             p.columns)),
                          d2.first.eq(first)]
         m.d.comb += out.payload.eq(d2)
         return m

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from amaranth import signed, unsigned
 from amaranth.lib import data, enum, wiring
-from amaranth.utils import exact_log2
 from amaranth.lib.wiring import Out
+from amaranth.utils import exact_log2
 
 from ..codes import Error
 from ..params import TMEM_LANES as LANES
@@ -88,7 +88,7 @@ def beat_layout() -> data.ArrayLayout:
 
 def store_beats(nregs):
     """The store port's beats of a tcgen05.st of ``nregs`` registers (an int or a value)."""
-    return (nregs + BEAT_REGS - 1) // BEAT_REGS if isinstance(nregs, int) else (nregs + BEAT_REGS - 1) >> exact_log2(BEAT_REGS)
+    return (nregs + BEAT_REGS - 1) >> exact_log2(BEAT_REGS)
 
 
 def tmem_result_layout() -> data.StructLayout:

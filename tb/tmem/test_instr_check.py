@@ -10,7 +10,7 @@ from amaranth import Elaboratable, Module, Mux, Signal
 from amaranth.sim import Simulator
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import TmemParams
-from tensorlsu.hdl.tmem.check import SPAN_LOG_MAX, TmemCheck, verdict
+from tensorlsu.hdl.tmem.check import TmemCheck, verdict
 from tensorlsu.hdl.tmem.plan import schedule
 from tensorlsu.hdl.tmem.records import instr_fields
 from tensorlsu.sim import layouts, model, ptx
@@ -30,7 +30,7 @@ class _Checked(Elaboratable):
         c = m.submodules.check = self.check
         col = c.instr.taddr[:16]
         first = Mux(c.x2, col + c.instr.split, col)
-        m.d.comb += self.error.eq(verdict(m, c.early, first, c.span_log, COLS, SPAN_LOG_MAX))
+        m.d.comb += self.error.eq(verdict(m, c.early, first, c.span_log, COLS))
         return m
 
 
