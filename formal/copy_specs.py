@@ -6,7 +6,7 @@ as stated (not the component's shifts), for every form, every descriptor and eve
 advances; the placement against the lane table itself (not the group table it is built from).
 """
 
-from amaranth import Elaboratable, Module, Mux, Signal
+from amaranth import Elaboratable, Module, Mux, Signal, signed
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Assert, Assume, Cover
 from tensorlsu.hdl.copy.check import ADDR_BITS
@@ -18,11 +18,20 @@ from tensorlsu.hdl.params import Params, TmemParams
 __all__ = ["COPY_SPECS"]
 
 
-def _spec_address(start, lbo, sbo, swz, base_offset, row: int, chunk):
-    """Chunk ``chunk`` of row ``row``: start + (row mod 8)·S + ⌊row/8⌋·SBO + chunk·(LBO or 16),
-    then bits 4 … 3+B XORed with ((address >> 7) − base offset) mod 2^B."""
-    s = Mux(swz == 0, 16, Mux(swz == 1, 32, Mux(swz == 2, 64, 128)))
-    pre = start + (row % 8) * s + (row // 8) * sbo + chunk * Mux(swz == 0, lbo, 16)
+def _spec_row_size(swz):
+    """S, the bytes from a row of a group to the next: 16 unswizzled, else the swizzle's span
+    over 8."""
+    return Mux(swz == 0, 16, Mux(swz == 1, 32, Mux(swz == 2, 64, 128)))
+
+
+def _spec_unswizzled(gbase, lbo, swz, row: int, chunk):
+    """Chunk ``chunk`` of row ``row`` of the group whose base is ``gbase``, before the
+    swizzle: gbase + (row mod 8)·S + chunk·(LBO, or 16 when swizzled)."""
+    return gbase + (row % 8) * _spec_row_size(swz) + chunk * Mux(swz == 0, lbo, 16)
+
+
+def _spec_swizzled(pre, swz, base_offset):
+    """An address ``pre`` swizzled: bits 4 … 3+B XORed with ((pre >> 7) − base offset) mod 2^B."""
     key = ((pre >> 7) - base_offset) % Mux(swz == 0, 1, Mux(swz == 1, 2, Mux(swz == 2, 4, 8)))
     return pre ^ (key << 4)
 
@@ -43,9 +52,9 @@ class _WalkSpec(Elaboratable):
 
 
 class CopyWalkSlots(_WalkSpec):
-    """In any state of the walk, each slot of the step it offers is its row's chunk at the
-    specification's address, written from the group's base (``start + g·SBO``, whose value
-    :class:`CopyWalkOrder` proves): the rows the form has, and no other; and no two of them
+    """In any state of the walk, each slot of the step it offers is its row's chunk: the
+    slot's unswizzled address (``pre``, whose value :class:`CopyWalkOrder` proves), swizzled
+    as the specification states; the rows the form has, and no other; and no two of them
     share a bank quad (a step is read in one cycle)."""
 
     def elaborate(self, platform):
@@ -57,9 +66,7 @@ class CopyWalkSlots(_WalkSpec):
                 for k in range(SLOTS):
                     slot = d.step.slots[k]
                     a = Signal(CopyWalk.WIDE, name=f"spec_addr{f}_{k}")
-                    # row 8g + k: its group's base plus (k mod 8)·S and the chunk's offset
-                    m.d.comb += a.eq(_spec_address(st["gbase"], st["lbo"], 0, st["swizzle_log"],
-                                                   st["base_offset"], k, st["chunk"]))
+                    m.d.comb += a.eq(_spec_swizzled(st["pre"][k], st["swizzle_log"], st["base_offset"]))
                     if k < min(rows, 8):
                         m.d.comb += Assert(slot.valid & (slot.quad == a[4:7])
                                            & (slot.line == (a >> 7)[:len(slot.line)]),
@@ -68,6 +75,11 @@ class CopyWalkSlots(_WalkSpec):
                         m.d.comb += Assert(~slot.valid, "no slot past the group's rows")
         with m.If(~st["valid"]):
             m.d.comb += Assert(~d.step.slots[0].valid, "nothing read while idle")
+        # the slots' addresses as a step's are: the rows of a group S bytes apart (proven
+        # below), so that the quads' proof holds of every state the walk reaches
+        with m.If(st["valid"]):
+            for k in range(1, SLOTS):
+                m.d.comb += Assume(st["pre"][k] == (st["pre"][0] + k * _spec_row_size(st["swizzle_log"]))[:CopyWalk.WIDE])
         # no two chunks of a step share a bank quad: a step is read in one cycle, whatever the
         # descriptor (the rows of a group sit S bytes apart in one 8·S-byte block, whose quads
         # the swizzle permutes)
@@ -81,9 +93,9 @@ class CopyWalkSlots(_WalkSpec):
 
 class CopyWalkOrder(_WalkSpec):
     """Each step the walk offers is step (g, c) of the copy it was started with, in order (c
-    the faster), with the group's base at ``start + g·SBO`` (the specification's own sum,
-    SBO added as it counts groups); ``last`` on the final step, and the walk ends there.
-    Proven by induction."""
+    the faster), each slot's unswizzled address that of its row's chunk from the group's base
+    ``start + g·SBO`` (the specification's own sum, SBO added as it counts groups); ``last``
+    on the final step, and the walk ends there. Proven by induction."""
 
     def elaborate(self, platform):
         m, d = self._walk()
@@ -104,9 +116,15 @@ class CopyWalkOrder(_WalkSpec):
                 m.d.sync += gbase.eq(gbase + sbo)
         st = d.state
         with m.If(d.valid):
-            m.d.comb += Assert((st["form"] == form) & (st["lbo"] == lbo) & (st["sbo"] == sbo)
-                               & (st["swizzle_log"] == swz) & (st["base_offset"] == boff),
+            m.d.comb += Assert((st["form"] == form) & (st["swizzle_log"] == swz) & (st["base_offset"] == boff),
                                "the walk holds the copy it was started with")
+            # its increments: to the second chunk, and from a group's last chunk to the next
+            # group's first (modulo the walk's width, as its sums are)
+            chunk_off = Mux(swz == 0, lbo, 16)
+            to_group = Signal(signed(CopyWalk.WIDE))
+            m.d.comb += [to_group.eq(Mux(two, sbo - chunk_off, sbo)),
+                         Assert(st["to_chunk"] == chunk_off, "the chunk's offset"),
+                         Assert(st["to_group"] == to_group.as_unsigned(), "SBO less the chunk's offset")]
         for f in range(len(FORMS)):
             chunks = form_chunks(f)
             steps = max(form_rows(f) // 8, 1) * chunks
@@ -115,7 +133,9 @@ class CopyWalkOrder(_WalkSpec):
                 m.d.comb += [Assert(n < steps, "no step past the copy's last"),
                              Assert((d.step.group == g) & (d.step.chunk == c), "steps in order, chunk by chunk"),
                              Assert(d.step.last == (n == steps - 1), "last on the final step only"),
-                             Assert(st["gbase"] == gbase, "the group base is start + g·SBO")]
+                             *[Assert(st["pre"][k] == _spec_unswizzled(gbase, lbo, swz, k, c)[:CopyWalk.WIDE],
+                                      "each slot's address is its row's chunk from start + g·SBO")
+                               for k in range(SLOTS)]]
         m.d.comb += Cover(d.valid & d.step.last & (form == 0))
         # the walk takes a start when idle or as its last step advances, and then at no other time
         m.d.comb += Assert(d.ready == (~d.valid | (d.advance & d.step.last)), "a start is taken when ready only")
@@ -191,7 +211,7 @@ class _BrokenWalk(CopyWalk):
 
 COPY_SPECS = {
     "copy_walk_slots": (lambda: CopyWalkSlots(), "prove", 1, "every slot in every state of the walk"),
-    "copy_walk_order": (lambda: CopyWalkOrder(), "prove", 2, "induction: the steps in order and the group base"),
+    "copy_walk_order": (lambda: CopyWalkOrder(), "prove", 2, "induction: the steps in order and each slot's address"),
     "copy_walk_cover": (lambda: CopyWalkOrder(), "cover", 34, "a 128x256b copy ends"),
     "broken_copy_walk": (lambda: CopyWalkSlots(_BrokenWalk), "prove", 1, "must FAIL"),
     "copy_placement": (lambda: CopyPlacementSpec(), "bmc", 1,

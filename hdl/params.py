@@ -292,8 +292,9 @@ class Params:
         reads all of its blocks (a wmma.load accumulator: each register of an ``.f64``
         fragment, or of either half of a 1 KiB one, spans all its rows) frees its blocks only
         at its last beat, some ten cycles after the bank stage began it (its reads, the rows'
-        landing two cycles later, its beats): with fewer passes than that round trip spans,
-        the banks would wait on it, slower than the H200 issues these loads (docs/log.md)."""
+        landing ``BankStage.LAND_AFTER`` cycles later, its beats): with fewer passes than that
+        round trip spans, the banks would wait on it, slower than the H200 issues these loads
+        (docs/log.md)."""
         return 6 if self.pair_passes else 3
 
     @property
@@ -305,12 +306,16 @@ class Params:
     @property
     def entries(self) -> int:
         """Result entries (:class:`~tensorlsu.hdl.pipeline.result.ResultStage`): one emitting,
-        one filled and waiting, one filling; with paired passes two pairs and one more, so that
+        one filled and waiting, one filling, and one more, taken while the rows of the one
+        before are still on their way from the banks (``BankStage.LAND_AFTER`` cycles: with
+        three entries the shortest wmma.load accumulators back to back, two bank cycles each,
+        took 2.67 clocks an instruction where the H200 takes 2.07); with paired passes two
+        pairs and one more, so that
         the next pair (two free entries) is taken while the beats of the pair before the last
         are still leaving (with four, it waited for their last beat). An entry is taken only
         the cycle after its previous instruction gave its last beat, so the take (and all of
         the bank stage) depends on no result handshake of the same cycle."""
-        return 5 if self.pair_passes else 3
+        return 5 if self.pair_passes else 4
 
     @property
     def lines(self) -> int:

@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import ROW_BITS, TMEM_LANES, TMEM_QUADRANTS, Params
-from ..smem.banks import BankPortSignature
+from ..smem.banks import BankPortSignature, SharedBanks
 from ..smem.decompress import Decompressor
 from ..tmem.records import tmem_copy_signature
 from .check import ADDR_BITS, CopyCheck
@@ -40,7 +40,7 @@ class CopyStage(wiring.Component):
     Latency, each a register: taken (the intake's beat) → the check's :data:`CopyCheck.LATENCY`
     stages → the checked queue → the claim (when the walk can take it, the shared path is
     quiet and its quadrants idle) → a step computed by the walk → its reads on the banks →
-    the rows back and registered → the write into the quadrants → the result beat. A refused
+    the rows back (the banks' :data:`~tensorlsu.hdl.smem.banks.SharedBanks.READ_LATENCY`) and registered → the write into the quadrants → the result beat. A refused
     copy answers after every copy before it.
 
     Ordering: from the cycle a copy is taken until its reads are done the shared path takes
@@ -199,24 +199,32 @@ class CopyStage(wiring.Component):
             m.d.comb += [self.banks.read[q].eq(Cat(*[read_quad[k][q] for k in range(SLOTS)]).any()),
                          self.banks.line[q].eq(_or(*[Mux(read_quad[k][q], read_slot[k].line, 0)
                                                      for k in range(SLOTS)]))]
-        # the rows a cycle later, each slot's from its quad; the write the cycle after
-        rows_at = Signal(info, name="c_rows_at")
-        quad_d = Signal(data.ArrayLayout(unsigned(p.quads), SLOTS), name="c_quad_d")
+        # the reads on their way back (the banks' read latency), the rows of the last taken
+        # each slot's from its quad; the write the cycle after
+        back, rows_at, quad_d = [], read, read_quad
+        for k in range(SharedBanks.READ_LATENCY):
+            final = k == SharedBanks.READ_LATENCY - 1
+            step_back = Signal(info, name="c_rows_at" if final else f"c_back{k}")
+            quad_back = Signal.like(read_quad, name="c_quad_d" if final else f"c_back{k}_quad")
+            m.d.sync += [step_back.eq(rows_at), quad_back.eq(quad_d)]
+            back.append(step_back)
+            rows_at, quad_d = step_back, quad_back
         write = Signal(info, name="c_write")
-        m.d.sync += [rows_at.eq(read), quad_d.eq(read_quad), write.eq(rows_at)]
+        m.d.sync += write.eq(rows_at)
+        returning = Cat(*[b.valid for b in back]).any()
         rows = [Signal(ROW_BITS, name=f"c_row{k}", reset_less=True) for k in range(SLOTS)]
         for k in range(SLOTS):
             with m.If(quad_d[k].any()):
                 m.d.sync += rows[k].eq(_or(*[Mux(quad_d[k][q], self.banks.rdata[q], 0) for q in range(p.quads)]))
-        m.d.comb += [in_flight.eq(walk.busy | read.valid | rows_at.valid | write.valid),
-                     self.active.eq(read.valid), self.reading.eq(walk.busy | read.valid | rows_at.valid)]
+        m.d.comb += [in_flight.eq(walk.busy | read.valid | returning | write.valid),
+                     self.active.eq(read.valid), self.reading.eq(walk.busy | read.valid | returning)]
         # held: the walking copy's quadrants, and those its steps still write; one register,
         # set a cycle ahead from what the walk, the reads and the rows will hold next (the
         # quadrants' memory enables wait on it)
         hold = Signal(TMEM_QUADRANTS, name="c_hold")
         m.d.sync += hold.eq(Mux(claim, head.targets, 0) | Mux(walk.valid & ~step.last, ctx.targets, 0)
                             | Mux(now.valid, now.quads, 0) | Mux(read.valid, read.quads, 0)
-                            | Mux(rows_at.valid, rows_at.quads, 0))
+                            | _or(*[Mux(b.valid, b.quads, 0) for b in back]))
         m.d.comb += self.hold.eq(hold)
 
         # -- writes: widened rows into the quadrants -----------------------------------------

@@ -26,8 +26,11 @@ class CopyWalk(wiring.Component):
 
     as the bank quad ``(address / 16) mod 8`` and the line ``address / 128`` of shared
     memory. Steps go chunk by chunk within a group, group by group: ``groups × chunks`` of
-    them (32 for a .128x256b: 128 bytes a step). No multiplier: the group's base moves by SBO
-    a group.
+    them (32 for a .128x256b: 128 bytes a step). No multiplier, and no adder before the
+    swizzle: each slot's unswizzled address is a register (``pre``), set at the start to
+    ``start + k·S`` and moved on each step by one of two increments fixed for the copy (the
+    chunk's offset, or SBO less it to the next group's first chunk); the group's base
+    (``start + g·SBO``) is kept beside them for the proofs.
 
     Latency: ``step`` is valid the cycle after ``start``; the next step the cycle after
     ``advance``. ``start`` is taken while ``ready``: idle, or in the cycle the last step
@@ -60,15 +63,33 @@ class CopyWalk(wiring.Component):
                           "sbo": In(ADDR_BITS), "base_offset": In(3), "swizzle_log": In(2), "advance": In(1),
                           "step": Out(step_layout(params.line_bits)), "valid": Out(1), "busy": Out(1),
                           "ready": Out(1)})
-        # the walk's state, named here for the proof's invariant (formal/copy_specs.py)
-        self.state = {"form": Signal(FORM_BITS, name="w_form"), "lbo": Signal(ADDR_BITS, name="w_lbo"),
-                      "sbo": Signal(ADDR_BITS, name="w_sbo"), "base_offset": Signal(3, name="w_base_offset"),
-                      "swizzle_log": Signal(2, name="w_swizzle_log"), "gbase": Signal(self.WIDE, name="w_gbase"),
+        # the walk's state, named here for the proofs' invariants (formal/copy_specs.py)
+        self.state = {"form": Signal(FORM_BITS, name="w_form"), "base_offset": Signal(3, name="w_base_offset"),
+                      "swizzle_log": Signal(2, name="w_swizzle_log"),
                       "group": Signal(4, name="w_group"), "chunk": Signal(name="w_chunk"),
-                      "valid": Signal(name="w_valid")}
+                      "valid": Signal(name="w_valid"),
+                      # each slot's address before the swizzle: start + g·SBO + k·S + the chunk's offset
+                      "pre": [Signal(self.WIDE, name=f"w_pre{k}", reset_less=True) for k in range(SLOTS)],
+                      # the increments from a step to the next: to the group's second chunk
+                      # (LBO, or 16 when swizzled), and from its last chunk to the next group
+                      "to_chunk": Signal(ADDR_BITS, name="w_to_chunk", reset_less=True),
+                      "to_group": Signal(self.WIDE, name="w_to_group", reset_less=True)}
 
     #: Width of the walk's addresses: the start plus 15 groups of SBO.
     WIDE = ADDR_BITS + 4
+
+    @staticmethod
+    def _form_shape(m, form, name):
+        """A form's last group, whether it has two chunks a row, and the rows of a group."""
+        last_group, two_chunks = Signal(4, name=f"{name}_last_group"), Signal(name=f"{name}_two_chunks")
+        group_rows = Signal(range(GROUP_ROWS + 1), name=f"{name}_group_rows")
+        with m.Switch(form):
+            for f in range(len(FORMS)):
+                with m.Case(f):
+                    m.d.comb += [last_group.eq(max(form_rows(f) // GROUP_ROWS, 1) - 1),
+                                 two_chunks.eq(form_chunks(f) == 2),
+                                 group_rows.eq(min(form_rows(f), GROUP_ROWS))]
+        return last_group, two_chunks, group_rows
 
     @staticmethod
     def _key(addr, base_offset):
@@ -79,44 +100,43 @@ class CopyWalk(wiring.Component):
         m = Module()
         wide = self.WIDE
         st = self.state
-        form, lbo, sbo, base_offset, swz = st["form"], st["lbo"], st["sbo"], st["base_offset"], st["swizzle_log"]
-        gbase = st["gbase"]                      # start + g·SBO
+        form, base_offset, swz = st["form"], st["base_offset"], st["swizzle_log"]
         group, chunk, valid = st["group"], st["chunk"], st["valid"]
-        last_group, two_chunks, group_rows = Signal(4), Signal(), Signal(range(GROUP_ROWS + 1))
-        with m.Switch(form):
-            for f, (shape, _) in enumerate(FORMS):
-                with m.Case(f):
-                    m.d.comb += [last_group.eq(max(form_rows(f) // GROUP_ROWS, 1) - 1),
-                                 two_chunks.eq(form_chunks(f) == 2),
-                                 group_rows.eq(min(form_rows(f), GROUP_ROWS))]
+        pre, to_chunk, to_group = st["pre"], st["to_chunk"], st["to_group"]
+        last_group, two_chunks, group_rows = self._form_shape(m, form, "w")
         last = Signal()
         m.d.comb += [last.eq((group == last_group) & (chunk == two_chunks)),
                      self.valid.eq(valid), self.busy.eq(valid), self.ready.eq(~valid | (self.advance & last))]
+        # the copy being started: its second chunk's offset and whether it has one
+        start_chunk = Signal(ADDR_BITS, name="w_start_chunk")
+        _, start_two, _ = self._form_shape(m, self.form, "w_start")
+        m.d.comb += start_chunk.eq(Mux(self.swizzle_log == 0, self.lbo, CHUNK))
         with m.If(self.start & self.ready):
-            m.d.sync += [valid.eq(1), form.eq(self.form), lbo.eq(self.lbo), sbo.eq(self.sbo),
-                         base_offset.eq(self.base_offset), swz.eq(self.swizzle_log), gbase.eq(self.addr),
-                         group.eq(0), chunk.eq(0)]
+            m.d.sync += [valid.eq(1), form.eq(self.form), base_offset.eq(self.base_offset),
+                         swz.eq(self.swizzle_log), group.eq(0), chunk.eq(0), to_chunk.eq(start_chunk),
+                         to_group.eq(Mux(start_two, self.sbo - start_chunk, self.sbo))]
+            # slot k: S = 16·2^swizzle bytes a row, so k·S is a constant per swizzle
+            with m.Switch(self.swizzle_log):
+                for z in range(4):
+                    with m.Case(z):
+                        m.d.sync += [pre[k].eq(self.addr + (k << (z + 4))) for k in range(SLOTS)]
         with m.Elif(valid & self.advance):
             with m.If(last):
                 m.d.sync += valid.eq(0)
             with m.Elif(chunk != two_chunks):
-                m.d.sync += chunk.eq(1)
+                m.d.sync += [chunk.eq(1), *[pre[k].eq(pre[k] + to_chunk) for k in range(SLOTS)]]
             with m.Else():
-                m.d.sync += [chunk.eq(0), group.eq(group + 1), gbase.eq(gbase + sbo)]
+                m.d.sync += [chunk.eq(0), group.eq(group + 1), *[pre[k].eq(pre[k] + to_group) for k in range(SLOTS)]]
 
         out = self.step
-        step_off = Signal(ADDR_BITS)
-        m.d.comb += [step_off.eq(Mux(chunk, Mux(swz == 0, lbo, CHUNK), 0)),
-                     out.chunk.eq(chunk), out.group.eq(group), out.last.eq(last)]
+        m.d.comb += [out.chunk.eq(chunk), out.group.eq(group), out.last.eq(last)]
         mask = Signal(3)
         m.d.comb += mask.eq(Mux(swz == 0, 0, Mux(swz == 1, 0b001, Mux(swz == 2, 0b011, 0b111))))
         for k in range(SLOTS):
-            pre = Signal(wide, name=f"w_pre{k}")
             post = Signal(wide, name=f"w_addr{k}")
             key = Signal(3, name=f"w_key{k}")
-            m.d.comb += [pre.eq(gbase + (k << (swz + 4)) + step_off),
-                         key.eq(self._key(pre, base_offset) & mask),
-                         post.eq(pre ^ (key << 4)),
+            m.d.comb += [key.eq(self._key(pre[k], base_offset) & mask),
+                         post.eq(pre[k] ^ (key << 4)),
                          out.slots[k].valid.eq(valid & (k < group_rows)),
                          out.slots[k].quad.eq(post[QUAD_SHIFT:LINE_SHIFT]), out.slots[k].line.eq(post >> LINE_SHIFT)]
         return m

@@ -47,7 +47,7 @@ def head_copy_layout(p: Params) -> data.StructLayout:
 
 class ResultStage(wiring.Component):
     """Result stage, prefix ``e_``: ``Params.entries`` instruction entries in order (one emitting,
-    one filled and waiting, one filling), the load row buffer, and the result beats of the
+    one filled and waiting, one filling, one more while its rows come), the load row buffer, and the result beats of the
     oldest entry (the head), through the fragment shuffle
     (:class:`~tensorlsu.hdl.pipeline.shuffle.ShuffleNetwork`, its selects a beat ahead).
 
@@ -115,25 +115,30 @@ class ResultStage(wiring.Component):
         # compares registers
         self._need2 = [Signal(R, name=f"e{b}_need2") for b in range(E)]
         self._rest = [Signal(R // BLOCK, name=f"e{b}_rest") for b in range(E)]
-        # the shuffle's selects for the entry's next beat, set at the take, then one beat ahead;
-        # their next values, and a copy of the head's (so the network reads one register)
-        self._select = [Signal(shuffle_select_layout(NB), name=f"e{b}_select") for b in range(E)]
-        self._select_next = [Signal(shuffle_select_layout(NB), name=f"e{b}_select_next") for b in range(E)]
-        # ... but for the head's beat leaving (the head's copy takes the table's lookup directly)
-        self._select_kept = [Signal(shuffle_select_layout(NB), name=f"e{b}_select_kept") for b in range(E)]
-        self._head_select = [Signal(shuffle_select_layout(NB), name=f"e_head_select{k}", attrs={"keep": 1})
+        # the shuffle's selects for the entry's next beat and for the beat after it, set at the
+        # take, then a beat ahead (the table's lookup, two beats ahead, only feeds ``select2``);
+        # their next values, and copies of the head's (so the network reads registers)
+        sel_layout = shuffle_select_layout(NB)
+        self._select = [Signal(sel_layout, name=f"e{b}_select") for b in range(E)]
+        self._select_next = [Signal(sel_layout, name=f"e{b}_select_next") for b in range(E)]
+        self._select2 = [Signal(sel_layout, name=f"e{b}_select2") for b in range(E)]
+        self._select2_next = [Signal(sel_layout, name=f"e{b}_select2_next") for b in range(E)]
+        # ... but for the head's beat leaving (the head's copy takes ``select2`` directly)
+        self._select_kept = [Signal(sel_layout, name=f"e{b}_select_kept") for b in range(E)]
+        self._head_select = [Signal(sel_layout, name=f"e_head_select{k}", attrs={"keep": 1})
                              for k in range(self.SELECT_COPIES)]
         # a copy of the head entry, for the beats' handshake and the lookups a beat ahead
         self._hc = Signal(head_copy_layout(p), name="e_hc")
         for b in range(E):
-            m.d.comb += [self._select_kept[b].eq(self._select[b]), self._select_next[b].eq(self._select_kept[b])]
-            m.d.sync += self._select[b].eq(self._select_next[b])
+            m.d.comb += [self._select_kept[b].eq(self._select[b]), self._select_next[b].eq(self._select_kept[b]),
+                         self._select2_next[b].eq(self._select2[b])]
+            m.d.sync += [self._select[b].eq(self._select_next[b]), self._select2[b].eq(self._select2_next[b])]
         self._landed = [Signal(R, name=f"e{b}_landed") for b in range(E)]
-        # the slots landing into each entry this cycle; an entry taken this cycle, and its
-        # first beat's slots
+        # the slots landing into each entry this cycle; an entry written with the offered pass
+        # this cycle (free and next in line), and the pass's first beat's slots
         self._landing = [Signal(R, name=f"e{b}_landing") for b in range(E)]
-        self._taken = [Signal(name=f"e{b}_taken") for b in range(E)]
-        self._taken_need = [Signal(R, name=f"e{b}_taken_need") for b in range(E)]
+        self._written = [Signal(name=f"e{b}_written") for b in range(E)]
+        self._written_need = [Signal(R, name=f"e{b}_written_need") for b in range(E)]
         # each entry's next beat has all its slots in (``landed`` covers ``need``), a register
         self._ready = Signal(E, name="e_ready")
         self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(E)]
@@ -160,9 +165,15 @@ class ResultStage(wiring.Component):
         for n, (took, at, pass_, start) in enumerate(takes):
             first = m.submodules[f"first_select{n}"] = ShuffleSelect(lanes=p.lanes, form_bits=FORM_BITS, blocks=NB)
             m.d.comb += [first.form.eq(pass_.form), first.beat.eq(pass_.consts.beat0), first.start.eq(start)]
+            then = m.submodules[f"second_select{n}"] = ShuffleSelect(lanes=p.lanes, form_bits=FORM_BITS, blocks=NB)
+            m.d.comb += [then.form.eq(pass_.form), then.beat.eq(pass_.consts.beat0 + 1), then.start.eq(start)]
             need1 = self._beat_need(m, pass_.form, pass_.consts.beat0 + 1, f"e_take{n}_need1")
             with m.If(took):
                 m.d.comb += e_set.bit_select(at, 1).eq(1)
+            # a free entry next in line is written with the offered pass whether or not the take
+            # happens (its fields mean nothing until it is valid): the take's decision, late in
+            # the cycle, only sets the valid bit
+            with m.If(~valid.bit_select(at, 1)):
                 c = pass_.consts
                 with m.Switch(at):
                     for b in range(E):
@@ -172,8 +183,9 @@ class ResultStage(wiring.Component):
                                          self._finished[b].eq(0), self._bus_err[b].eq(0),
                                          self._need[b].eq(c.need0), self._rest[b].eq(c.rest0),
                                          self._need2[b].eq(need1)]
-                            m.d.comb += [self._select_kept[b].eq(first.select), self._taken[b].eq(1),
-                                         self._taken_need[b].eq(c.need0)]
+                            m.d.comb += [self._select_kept[b].eq(first.select),
+                                         self._select2_next[b].eq(then.select), self._written[b].eq(1),
+                                         self._written_need[b].eq(c.need0)]
                             m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                          for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
         with m.If(tk.take & ~tk.pair if p.pair_passes else tk.take):
@@ -214,15 +226,16 @@ class ResultStage(wiring.Component):
                 # the head's beat leaving: its next beat's selects (the entry after the head
                 # never has a beat leaving)
                 with m.If(self._fire):
-                    m.d.comb += sel.eq(self._next_select.select)
+                    m.d.comb += sel.eq(self._h_select2)
             for finished, buf in sources:
                 with m.If(finished & (buf == at_)):
                     m.d.comb += c.finished.eq(1)
             with m.If(pr.finished & (pr.error != Error.NONE) & (pr.buf == at_)):
                 m.d.comb += [c.err.eq(pr.error), c.bus_err.eq(1)]
+            # a free entry takes the offered pass's copy (as it takes its fields), valid if taken
             for took, at, pass_, start in takes:
-                with m.If(took & (at == at_)):
-                    m.d.comb += [c.valid.eq(1), c.err.eq(pass_.err), c.bus_err.eq(0), c.finished.eq(0),
+                with m.If(~valid.bit_select(at_, 1) & (at == at_)):
+                    m.d.comb += [c.valid.eq(took), c.err.eq(pass_.err), c.bus_err.eq(0), c.finished.eq(0),
                                  c.form.eq(pass_.form), c.start.eq(start),
                                  *[getattr(c, f).eq(getattr(pass_.consts, f)) for f in ("load", "pend", "lastbeat")],
                                  gives.eq(pass_.consts.load & (pass_.err == Error.NONE))]
@@ -281,19 +294,22 @@ class ResultStage(wiring.Component):
         R, NB = p.lanes, p.row_blocks
         h = Signal(entry_layout(p), name="e_h")
         h_cycles, rest = Signal(CYCLE_BITS, name="e_h_cycles"), Signal(R // BLOCK, name="e_h_rest")
+        self._h_select2 = Signal(shuffle_select_layout(NB), name="e_h_select2")
         with m.Switch(head):
             for b in range(p.entries):
                 with m.Case(b):
-                    m.d.comb += [h.eq(self._entries[b]), h_cycles.eq(self._cycles[b]), rest.eq(self._rest[b])]
+                    m.d.comb += [h.eq(self._entries[b]), h_cycles.eq(self._cycles[b]), rest.eq(self._rest[b]),
+                                 self._h_select2.eq(self._select2[b])]
         beat = Signal(range(R + 1), name="e_beat")
-        # the network reads one register: the form's table is looked up a beat ahead, and the
-        # head's selects copied as the head moves on
+        # the network reads one register: the form's table is looked up two beats ahead, and
+        # the head's selects copied as the head moves on
         hc = self._hc
         shuf = m.submodules.shuffle = ShuffleNetwork(lanes=R, blocks=NB, copies=self.SELECT_COPIES)
         m.d.comb += [*[shuf.select[k].eq(self._head_select[k]) for k in range(self.SELECT_COPIES)],
                      *[shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]]
-        next_select = m.submodules.next_select = ShuffleSelect(lanes=R, form_bits=FORM_BITS, blocks=NB)
-        m.d.comb += [next_select.form.eq(hc.form), next_select.beat.eq(beat + 1), next_select.start.eq(hc.start)]
+        # the selects two beats ahead of the head's (its select2's next value as a beat leaves)
+        after_select = m.submodules.after_select = ShuffleSelect(lanes=R, form_bits=FORM_BITS, blocks=NB)
+        m.d.comb += [after_select.form.eq(hc.form), after_select.beat.eq(beat + 2), after_select.start.eq(hc.start)]
         need_after = self._beat_need(m, hc.form, beat + 2, "e_h_need_after")
         m.d.comb += self.entries.reading.eq(Mux(hc.valid & (hc.err == Error.NONE), Cat(*[
             Cat(*[rest[k] & is_at_mod(hc.start, k, pb, NB) for k in range(R // BLOCK)]).any()
@@ -337,7 +353,6 @@ class ResultStage(wiring.Component):
                              last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
         self._fire = fire = Signal(name="e_fire")
-        self._next_select = next_select
         m.d.comb += fire.eq(self.result.valid & self.result.ready)
         with m.If(fire):
             m.d.sync += beat.eq(beat + 1)
@@ -349,7 +364,8 @@ class ResultStage(wiring.Component):
                     with m.Case(b):
                         m.d.sync += [self._need[b].eq(self._need2[b]), self._need2[b].eq(need_after),
                                      self._rest[b].eq(rest_next)]
-                        m.d.comb += self._select_next[b].eq(next_select.select)
+                        m.d.comb += [self._select_next[b].eq(self._select2[b]),
+                                     self._select2_next[b].eq(after_select.select)]
             with m.If(entry_end):
                 m.d.comb += e_clr.bit_select(head, 1).eq(1)
                 m.d.sync += [carry.eq(carry + h_cycles), inherited.eq(err)]
@@ -369,14 +385,14 @@ class ResultStage(wiring.Component):
     def _ready_next(self, m, head, moves):
         """Each entry's ``ready`` for the next cycle: computed both for the slots its next beat
         needs now and for those of the beat after (``need2``, when it is the head and its beat
-        leaves: ``moves``), so that the beat's handshake only picks one; an entry taken has
-        nothing landed."""
+        leaves: ``moves``), so that the beat's handshake only picks one; an entry written with a
+        pass has nothing landed."""
         for b in range(self.params.entries):
             landed = self._landed[b] | self._landing[b]
             covered_now = (landed & self._need[b]) == self._need[b]
             covered_next = (landed & self._need2[b]) == self._need2[b]
-            with m.If(self._taken[b]):
-                m.d.sync += self._ready[b].eq(self._taken_need[b] == 0)
+            with m.If(self._written[b]):
+                m.d.sync += self._ready[b].eq(self._written_need[b] == 0)
             with m.Else():
                 m.d.sync += self._ready[b].eq(Mux(moves & (head == b), covered_next, covered_now))
 

@@ -14,7 +14,7 @@ from ..pipeline import forms
 from ..pipeline.forms import BLOCK
 from ..pipeline.records import CYCLE_BITS, FORM_BITS, ProgressSignature, TakeSignature
 from ..pipeline.shuffle import StoreShuffle, store_pattern
-from .banks import BankPortSignature
+from .banks import BankPortSignature, SharedBanks
 from .crossbar import BankCrossbar
 from .decompress import Decompressor
 from .owed import StoreOwed
@@ -68,8 +68,10 @@ class BankStage(wiring.Component):
 
     Latency: the first window is served the cycle after the take; a conflict-free window
     takes one cycle; rows land (``progress.land``) :attr:`LAND_AFTER` cycles after their read
-    (the macro's cycle, then a register on its output: the memory sits between registers on
-    both sides, and its read time does not share a cycle with the landing crossbar).
+    (the banks' :attr:`~tensorlsu.hdl.smem.banks.SharedBanks.READ_LATENCY`, whose register in
+    front of the macros takes the granted lines, then a register on the macros' output: the
+    memory sits between registers on both sides, and neither its setup nor its read time
+    shares a cycle with the crossbars).
 
     Members
     -------
@@ -91,7 +93,7 @@ class BankStage(wiring.Component):
     """
 
     #: cycles from a bank read to its rows in ``progress.land``
-    LAND_AFTER = 2
+    LAND_AFTER = SharedBanks.READ_LATENCY + 1
     #: copies of a direct store's byte pattern register (:class:`StoreShuffle`)
     PATTERN_COPIES = 4
 
@@ -377,7 +379,7 @@ class BankStage(wiring.Component):
         m.d.comb += [xbar.rows[j].eq(mux_tree(s["win"], rows[j::W])) for j in range(W)]
         return pre
 
-    # -- rows land a cycle after their read ------------------------------------------------
+    # -- rows land LAND_AFTER cycles after their read -------------------------------------
     def _landing(self, m, xbar):
         p, s, land = self.params, self._s, self.progress.land
         W = p.window
@@ -391,9 +393,9 @@ class BankStage(wiring.Component):
         for q in range(p.quads):
             land_fmt = Signal.like(fmt_read, name=f"f_land_fmt{q}", attrs={"keep": 1})
             m.d.sync += land_fmt.eq(fmt_read)
-            # the memory's output, registered (LAND_AFTER less the macro's own cycle)
+            # the memory's output, registered (LAND_AFTER less the banks' read latency)
             rdata = self.banks.rdata[q]
-            for k in range(self.LAND_AFTER - 1):
+            for k in range(self.LAND_AFTER - SharedBanks.READ_LATENCY):
                 held = Signal.like(rdata, name=f"f_rdata{q}" + (f"_{k}" if k else ""), reset_less=True)
                 m.d.sync += held.eq(rdata)
                 rdata = held

@@ -1,7 +1,8 @@
 """CopyStage alone (Amaranth's simulator), with shared memory and Tensor Memory modelled in the
 bench: every record of tb/data/sm100_cp.jsonl (expectations from CUTLASS's layouts, tb/cute.py)
 gives the expected Tensor Memory image or refusal; the rate is a step a cycle when a step's
-chunks lie in eight quads."""
+chunks lie in eight quads. The banks' model gives a read's row ``SharedBanks.READ_LATENCY``
+cycles after the read (their port contract), and nothing at any other cycle."""
 
 import json
 
@@ -14,6 +15,7 @@ from tensorlsu.hdl.copy.check import CopyCheck
 from tensorlsu.hdl.copy.records import instr_fields
 from tensorlsu.hdl.copy.stage import CopyStage
 from tensorlsu.hdl.params import MAX_SMEM_BYTES, Params
+from tensorlsu.hdl.smem.banks import SharedBanks
 from tensorlsu.sim import ptx
 
 RECORDS = [json.loads(line) for line in (DATA / "sm100_cp.jsonl").read_text().splitlines()]
@@ -44,7 +46,8 @@ def _run(records, stall=0.0, seed=0):
             ctx.set(dut.tmem_idle, 0b1111)
             ctx.set(dut.instr.valid, 1)
             ctx.set(dut.result.ready, 1)
-            reads, cycles, accepted = {}, 0, None
+            cycles, accepted = 0, None
+            flight = [{}] * SharedBanks.READ_LATENCY     # the reads of the last cycles, oldest first
             while True:
                 # quiet now and then withheld: the claim waits for it
                 ctx.set(dut.quiet, int(rng.random() >= stall))
@@ -68,10 +71,11 @@ def _run(records, stall=0.0, seed=0):
                 cycles += 1
                 if taken:
                     ctx.set(dut.instr.valid, 0)
+                flight = flight[1:] + [now]
                 for q in range(8):
-                    line = now.get(q, reads.get(q, 0))
-                    a = 128 * line + 16 * q
-                    ctx.set(dut.banks.rdata[q], int.from_bytes(smem[a:a + 16].tobytes(), "little") if q in now else 0)
+                    a = 128 * flight[0].get(q, 0) + 16 * q
+                    ctx.set(dut.banks.rdata[q],
+                            int.from_bytes(smem[a:a + 16].tobytes(), "little") if q in flight[0] else 0)
                 if done:
                     break
                 assert cycles < 500, "no result beat"
@@ -106,11 +110,12 @@ def test_a_step_a_cycle():
     """A .128x256b copy with the 128-byte swizzle: 32 steps of eight quads in 32 cycles of
     reads (128 bytes a clock). From its acceptance to the cycle after the result beat: the
     cycle it is taken, the check's stages, the checked queue's head (the claim), 32 steps
-    walked, the last step's reads on the banks, its rows registered, its write, the beat."""
+    walked, the last step's reads on the banks, its rows back (the banks' read latency) and
+    registered, its write, the beat."""
     rec = next(r for r in RECORDS if "128x256b" in r["instr"] and "error" not in r["expect"]
                and (r.get("desc", 0) >> 61) == 2)
     [(error, _, cycles)] = _run([rec])
-    assert error == Error.NONE and cycles == 1 + CopyCheck.LATENCY + 1 + 32 + 3 + 1
+    assert error == Error.NONE and cycles == 1 + CopyCheck.LATENCY + 1 + 32 + 1 + SharedBanks.READ_LATENCY + 1 + 1
 
 
 def _burst(records, backpressure=0.0, seed=0):
@@ -127,6 +132,7 @@ def _burst(records, backpressure=0.0, seed=0):
         ctx.set(dut.quiet, 1)
         todo = list(records)
         cycle = 0
+        flight = [{}] * SharedBanks.READ_LATENCY
         while len(beats) < len(records):
             if todo:
                 ins = ptx.parse(todo[0]["instr"], todo[0]["target"])
@@ -141,8 +147,9 @@ def _burst(records, backpressure=0.0, seed=0):
                 beats.append((Error(ctx.get(dut.result.payload.error)), cycle))
             await ctx.tick()
             cycle += 1
+            flight = flight[1:] + [now]
             for q in range(8):
-                a = 128 * now.get(q, 0) + 16 * q
+                a = 128 * flight[0].get(q, 0) + 16 * q
                 ctx.set(dut.banks.rdata[q], int.from_bytes(smem[a:a + 16].tobytes(), "little"))
             assert cycle < 2000
 

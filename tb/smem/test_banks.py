@@ -1,5 +1,5 @@
 """SharedBanks alone (Amaranth's simulator): the fill / dump port round trip, the bank stage's
-port (read data a cycle later, writes), and when fill and dump may take the banks.
+port (read data ``READ_LATENCY`` cycles later, writes), and when fill and dump may take the banks.
 
 Expected values: the port contract in hdl/smem/banks.py (a row lives in quad (addr / 16) mod quads,
 line addr / line_bytes), derived by hand."""
@@ -40,6 +40,10 @@ def test_fill_dump_round_trip_and_port_access():
             assert ctx.get(dut.dump_req.ready)
             await ctx.tick()
             ctx.set(dut.dump_req.valid, 0)
+            for _ in range(SharedBanks.READ_LATENCY - 1):
+                # on its way to the macros: no line yet, and no instruction
+                assert not ctx.get(dut.dump.valid) and ctx.get(dut.claim) and not ctx.get(dut.dump_req.ready)
+                await ctx.tick()
             assert ctx.get(dut.dump.valid) and ctx.get(dut.claim)     # a dump waits: no instruction
             assert not ctx.get(dut.dump_req.ready)
             dumped.append(ctx.get(dut.dump.payload))
@@ -53,6 +57,8 @@ def test_fill_dump_round_trip_and_port_access():
         await ctx.tick()
         for q in range(P.quads):
             ctx.set(dut.port.read[q], 0)
+        for _ in range(SharedBanks.READ_LATENCY - 1):
+            await ctx.tick()
         got["read"] = [ctx.get(dut.port.rdata[q]) for q in range(P.quads)]
         # a write of quad 2, line 1; then fill and dump wait for quiet
         ctx.set(dut.port.line[2], 1)
@@ -69,6 +75,8 @@ def test_fill_dump_round_trip_and_port_access():
         assert ctx.get(dut.dump_req.ready)
         await ctx.tick()
         ctx.set(dut.dump_req.valid, 0)
+        for _ in range(SharedBanks.READ_LATENCY - 1):
+            await ctx.tick()
         got["line1"] = ctx.get(dut.dump.payload)
 
     _run(bench)

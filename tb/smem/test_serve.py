@@ -151,6 +151,8 @@ def test_store_writes_the_model_image(policy):
             ctx.set(banks.dump_req.valid, 1)
             await ctx.tick()
             ctx.set(banks.dump_req.valid, 0)
+            while not ctx.get(banks.dump.valid):
+                await ctx.tick()
             image += ctx.get(banks.dump.payload).to_bytes(128, "little")
             await ctx.tick()
         got["image"] = bytes(image)
