@@ -12,16 +12,25 @@ from ..lib.slice import StreamSlice
 from ..params import Params
 from .axi import line_bits
 
-__all__ = ["BeatMatch", "looked_up_layout", "matched_beat_layout"]
+__all__ = ["BeatMatch", "looked_up_layout", "matched_beat_layout", "slot_place_layout"]
+
+
+def slot_place_layout(params: Params) -> data.StructLayout:
+    """Where a slot's chunk lies in its line: its row, and whether it starts in the row's
+    upper half (an 8-byte line)."""
+    lb, _ = line_bits(params)
+    return data.StructLayout({"row": max(1, lb - 4), "upper": 1})
 
 
 def matched_beat_layout(params: Params) -> data.StructLayout:
     """A read beat with the slots it fills: its data and response, its context, the waiting
     slots of that context whose row lies in its line (``todo``) and those of the next context
-    that context's requests borrowed (``twin_todo``)."""
+    that context's requests borrowed (``twin_todo``), and where each slot of either lies in the
+    line (``place``, ``twin_place``: the row store's write selects start from registers)."""
     R = params.lanes
+    place = data.ArrayLayout(slot_place_layout(params), R)
     return data.StructLayout({"data": params.axi_data_bits, "resp": 2, "ctx": range(params.axi_contexts),
-                              "todo": R, "twin_todo": R})
+                              "todo": R, "twin_todo": R, "place": place, "twin_place": place})
 
 
 def looked_up_layout(params: Params) -> data.StructLayout:
@@ -53,7 +62,7 @@ class BeatMatch(wiring.Component):
         The read channel's beat, and the line and context its id names.
     rready : Out(1)
         The read channel's ready.
-    used, got, twin, borrowed, line : In
+    used, got, twin, borrowed, line, row, upper : In
         The contexts' slots (:class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`).
     beats : Out(stream.Signature(matched_beat_layout(params)))
         The matched beats, in order.
@@ -67,7 +76,8 @@ class BeatMatch(wiring.Component):
             "rvalid": In(1), "rdata": In(p.axi_data_bits), "rresp": In(2), "beat_line": In(lw),
             "beat_ctx": In(range(C)), "rready": Out(1),
             "used": In(R).array(C), "got": In(R).array(C), "twin": In(1).array(C), "borrowed": In(R).array(C),
-            "line": In(lw).array(C, R),
+            "line": In(lw).array(C, R), "row": In(max(1, line_bits(p)[0] - 4)).array(C, R),
+            "upper": In(1).array(C, R),
             "beats": Out(stream.Signature(matched_beat_layout(p)))})
 
     def elaborate(self, platform):
@@ -88,10 +98,13 @@ class BeatMatch(wiring.Component):
         m.d.comb += [waiting[0].eq(mux_tree(got.ctx, [self.used[c] & ~self.got[c] for c in range(C)])),
                      waiting[1].eq(mux_tree(nxt, [self.borrowed[c] & ~self.got[c] & self.twin[c].replicate(R)
                                                   for c in range(C)]))]
-        todo = (beat.todo, beat.twin_todo)
+        todo, place = (beat.todo, beat.twin_todo), (beat.place, beat.twin_place)
         for t in range(2):
             m.d.comb += todo[t].eq(waiting[t] & Cat(
                 mux_tree(ctxs[t], [self.line[c][s] for c in range(C)]) == got.line for s in range(R)))
+            for s in range(R):
+                m.d.comb += [place[t][s].row.eq(mux_tree(ctxs[t], [self.row[c][s] for c in range(C)])),
+                             place[t][s].upper.eq(mux_tree(ctxs[t], [self.upper[c][s] for c in range(C)]))]
         m.d.comb += [held.i.valid.eq(looked.o.valid), beat.data.eq(got.data), beat.resp.eq(got.resp),
                      beat.ctx.eq(got.ctx), looked.o.ready.eq(held.i.ready)]
         return m

@@ -33,7 +33,8 @@ class FetchRows(wiring.Component):
     Three stages, each from registers:
 
     - **Match** (:class:`~tensorlsu.hdl.gmem.match.BeatMatch`): the beat's line against the
-      waiting slots of its context and its twin, registered with the beat.
+      waiting slots of its context and its twin, registered with the beat, and where each of
+      those slots lies in the line.
     - **Select**: each memory takes one of the beat's slots (the lowest window first, the
       context's before the twin's), its row cut from the beat (a chunk in the upper half of
       its row, an 8-byte line, with its halves swapped, as it lands) and registered as the
@@ -94,15 +95,14 @@ class FetchRows(wiring.Component):
             m.d.comb += [match.used[c].eq(self.used[c]), match.got[c].eq(self.got[c]),
                          match.twin[c].eq(self.twin[c]), match.borrowed[c].eq(self.borrowed[c])]
             m.d.comb += [match.line[c][s].eq(self.line[c][s]) for s in range(R)]
+            m.d.comb += [match.row[c][s].eq(self.row[c][s]) for s in range(R)]
+            m.d.comb += [match.upper[c][s].eq(self.upper[c][s]) for s in range(R)]
         beats = match.beats
         beat = beats.payload
         beat_rows = [beat.data[ROW_BITS * k:ROW_BITS * (k + 1)] for k in range(p.axi_data_bits // ROW_BITS)]
         nxt = Signal(range(C), name="g_rows_twin_ctx")
         m.d.comb += nxt.eq(beat.ctx + 1)
-        ctxs = (beat.ctx, nxt)
-
-        def of_beat(field, s, t):
-            return mux_tree(ctxs[t], [field[c][s] for c in range(C)])
+        places = (beat.place, beat.twin_place)
 
         # the beat's slots not yet written in an earlier cycle of its own (it stays while a
         # memory has two of them)
@@ -129,7 +129,7 @@ class FetchRows(wiring.Component):
             m.d.comb += more[k].eq(two_or_more(cands))
             # the slot's place in the beat, picked by the candidates themselves (not behind the
             # index `first`, whose bits fan out to the address and the marks)
-            _, pick = lowest_value(cands, [Cat(of_beat(self.row, s, t), of_beat(self.upper, s, t))
+            _, pick = lowest_value(cands, [Cat(places[t][s].row, places[t][s].upper)
                                            for t in range(2) for s in slots])
             slot_row, slot_upper = pick[:-1], pick[-1]
             win = first[:len(first) - 1]                    # the window; the top bit: the twin's

@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from tensorlsu.sim.model import WMMA_ADDR_ALIGN
 
 from ..codes import Error, Space
+from ..lib.rom import select
 from ..lib.stages import stage_pair
 from ..params import Params
 from . import forms
@@ -132,16 +133,21 @@ class CheckStage(wiring.Component):
         # the forms have, subtracted beside the form's decode rather than after it
         limit_shared = Cat(nxt.size, C(0, 1)).as_signed()
         limit_global = C(p.global_base + p.global_bytes, 34).as_signed()
-        m.d.comb += [nxt.room_shared.eq(limit_shared), nxt.room_global.eq(limit_global)]
+        # (the form names its line size's index, a few bits as a binary tree of constants, and
+        # the index picks among the candidates: no decode of every form fans out to them; a
+        # form that is no wmma.load never reads them)
         sizes = sorted({forms.info(f).line_bytes for f in range(len(forms.FORMS)) if forms.info(f).wmma})
-        less = {n: (Signal(signed(room_bits), name=f"k_room_shared_{n}"), limit_global - n) for n in sizes}
-        m.d.comb += [r.eq(limit_shared - n) for n, (r, _) in less.items()]
-        with m.Switch(ip.form):
-            for f, inf in enumerate(map(forms.info, range(len(forms.FORMS)))):
-                if inf.wmma:
-                    with m.Case(f):
-                        shared, glob = less[inf.line_bytes]
-                        m.d.comb += [nxt.room_shared.eq(shared), nxt.room_global.eq(glob)]
+        less_shared = [Signal(signed(room_bits), name=f"k_room_shared_{n}") for n in sizes]
+        m.d.comb += [r.eq(limit_shared - n) for r, n in zip(less_shared, sizes)]
+
+        def line_size(f):
+            inf = forms.info(f) if f < len(forms.FORMS) else None
+            return sizes.index(inf.line_bytes) if inf is not None and inf.wmma else 0
+        size_index = Signal(range(len(sizes)), name="k_line_size")
+        m.d.comb += [size_index.eq(select([C(line_size(f), len(size_index)) for f in range(2 ** len(ip.form))],
+                                          ip.form)),
+                     nxt.room_shared.eq(select(less_shared, size_index)),
+                     nxt.room_global.eq(select([limit_global - n for n in sizes], size_index))]
         with m.If(take):
             m.d.sync += k1.eq(nxt)
 
