@@ -238,8 +238,18 @@ class BankStage(wiring.Component):
         # the cost not spent, not counting this cycle (``short``), or counting it (``short1``)
         short, short1 = self._cost_left(m)
         m.d.comb += [last_done.eq(s["valid"] & all_recv & s["at_last"] & s["done"]),
-                     s["count"].eq(s["granted"] | (last_done & short)),
-                     s["finish"].eq(last_done & ~Mux(s["count"], short1, short))]
+                     s["count"].eq(s["granted"] | (last_done & short))]
+        if p.precompare:
+            # the finish for either go-ahead, from registers alone, picked by it: the take
+            # waits on the go-ahead's few gates, not on the window's end behind it
+            def finish_if(ok: int):
+                done = s["empty"] | (C(ok, 1) & ~s["clash"])
+                ends = s["valid"] & all_recv & s["at_last"] & done
+                count = (C(ok, 1) & ~s["empty"]) | (ends & short)
+                return ends & ~Mux(count, short1, short)
+            m.d.comb += s["finish"].eq(Mux(s["ok"], finish_if(1), finish_if(0)))
+        else:
+            m.d.comb += s["finish"].eq(last_done & ~Mux(s["count"], short1, short))
         with m.If(self.advance):
             m.d.sync += [s["win"].eq(s["win"] + 1), s["at_last"].eq(s["win"] + 1 == s["lastwin"])]
             m.d.sync += [addr[i].eq(addr[i + W]) for i in range(R - W)]
