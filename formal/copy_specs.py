@@ -51,6 +51,14 @@ class _WalkSpec(Elaboratable):
         return m, d
 
 
+def _shape_holds(st):
+    """The walk's registered shape is its form's (``CopyWalkOrder`` proves it)."""
+    return [(st["form"] != f) | ((st["last_group"] == max(form_rows(f) // 8, 1) - 1)
+                                 & (st["two_chunks"] == (form_chunks(f) == 2))
+                                 & (st["group_rows"] == min(form_rows(f), 8)))
+            for f in range(len(FORMS))]
+
+
 class CopyWalkSlots(_WalkSpec):
     """In any state of the walk, each slot of the step it offers is its row's chunk: the
     slot's unswizzled address (``pre``, whose value :class:`CopyWalkOrder` proves), swizzled
@@ -78,6 +86,7 @@ class CopyWalkSlots(_WalkSpec):
         # the slots' addresses as a step's are: the rows of a group S bytes apart (proven
         # below), so that the quads' proof holds of every state the walk reaches
         with m.If(st["valid"]):
+            m.d.comb += [Assume(holds) for holds in _shape_holds(st)]
             for k in range(1, SLOTS):
                 m.d.comb += Assume(st["pre"][k] == (st["pre"][0] + k * _spec_row_size(st["swizzle_log"]))[:CopyWalk.WIDE])
         # no two chunks of a step share a bank quad: a step is read in one cycle, whatever the
@@ -118,6 +127,7 @@ class CopyWalkOrder(_WalkSpec):
         with m.If(d.valid):
             m.d.comb += Assert((st["form"] == form) & (st["swizzle_log"] == swz) & (st["base_offset"] == boff),
                                "the walk holds the copy it was started with")
+            m.d.comb += [Assert(holds, "the walk's shape is its form's") for holds in _shape_holds(st)]
             # its increments: to the second chunk, and from a group's last chunk to the next
             # group's first (modulo the walk's width, as its sums are)
             chunk_off = Mux(swz == 0, lbo, 16)

@@ -68,6 +68,9 @@ class CopyWalk(wiring.Component):
                       "swizzle_log": Signal(2, name="w_swizzle_log"),
                       "group": Signal(4, name="w_group"), "chunk": Signal(name="w_chunk"),
                       "valid": Signal(name="w_valid"),
+                      # the form's last group, whether it has two chunks, and a group's rows
+                      "last_group": Signal(4, name="w_last_group"), "two_chunks": Signal(name="w_two_chunks"),
+                      "group_rows": Signal(range(GROUP_ROWS + 1), name="w_group_rows"),
                       # each slot's address before the swizzle: start + g·SBO + k·S + the chunk's offset
                       "pre": [Signal(self.WIDE, name=f"w_pre{k}", reset_less=True) for k in range(SLOTS)],
                       # the increments from a step to the next: to the group's second chunk
@@ -103,15 +106,17 @@ class CopyWalk(wiring.Component):
         form, base_offset, swz = st["form"], st["base_offset"], st["swizzle_log"]
         group, chunk, valid = st["group"], st["chunk"], st["valid"]
         pre, to_chunk, to_group = st["pre"], st["to_chunk"], st["to_group"]
-        last_group, two_chunks, group_rows = self._form_shape(m, form, "w")
+        # the form's shape, registered at the start (no decode of the form behind the step)
+        last_group, two_chunks, group_rows = st["last_group"], st["two_chunks"], st["group_rows"]
         last = Signal()
         m.d.comb += [last.eq((group == last_group) & (chunk == two_chunks)),
                      self.valid.eq(valid), self.busy.eq(valid), self.ready.eq(~valid | (self.advance & last))]
         # the copy being started: its second chunk's offset and whether it has one
         start_chunk = Signal(ADDR_BITS, name="w_start_chunk")
-        _, start_two, _ = self._form_shape(m, self.form, "w_start")
+        start_last, start_two, start_rows = self._form_shape(m, self.form, "w_start")
         m.d.comb += start_chunk.eq(Mux(self.swizzle_log == 0, self.lbo, CHUNK))
         with m.If(self.start & self.ready):
+            m.d.sync += [last_group.eq(start_last), two_chunks.eq(start_two), group_rows.eq(start_rows)]
             m.d.sync += [valid.eq(1), form.eq(self.form), base_offset.eq(self.base_offset),
                          swz.eq(self.swizzle_log), group.eq(0), chunk.eq(0), to_chunk.eq(start_chunk),
                          to_group.eq(Mux(start_two, self.sbo - start_chunk, self.sbo))]
