@@ -209,9 +209,8 @@ class CopyStage(wiring.Component):
             m.d.sync += [step_back.eq(rows_at), quad_back.eq(quad_d)]
             back.append(step_back)
             rows_at, quad_d = step_back, quad_back
-        write = Signal(info, name="c_write")
+        write, returning = Signal(info, name="c_write"), Cat(*[b.valid for b in back]).any()
         m.d.sync += write.eq(rows_at)
-        returning = Cat(*[b.valid for b in back]).any()
         rows = [Signal(ROW_BITS, name=f"c_row{k}", reset_less=True) for k in range(SLOTS)]
         for k in range(SLOTS):
             with m.If(quad_d[k].any()):
