@@ -47,8 +47,8 @@ def head_copy_layout(p: Params) -> data.StructLayout:
 
 class ResultStage(wiring.Component):
     """Result stage, prefix ``e_``: ``Params.entries`` instruction entries in order (one emitting,
-    one filled and waiting, one filling, one more while its rows come), the load row buffer, and the result beats of the
-    oldest entry (the head), through the fragment shuffle
+    one filled and waiting, one filling, one more while its rows come), the load row buffer,
+    and the result beats of the oldest entry (the head), through the fragment shuffle
     (:class:`~tensorlsu.hdl.pipeline.shuffle.ShuffleNetwork`, its selects a beat ahead).
 
     The row buffer is a ring of ``row_blocks`` blocks of 8 slots: an entry's slot ``s`` is ring
