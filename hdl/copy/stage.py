@@ -40,8 +40,9 @@ class CopyStage(wiring.Component):
     Latency, each a register: taken (the intake's beat) → the check's :data:`CopyCheck.LATENCY`
     stages → the checked queue → the claim (when the walk can take it, the shared path is
     quiet and its quadrants idle) → a step computed by the walk → its reads on the banks →
-    the rows back (the banks' :data:`~tensorlsu.hdl.smem.banks.SharedBanks.READ_LATENCY`) and registered → the write into the quadrants → the result beat. A refused
-    copy answers after every copy before it.
+    the rows back (the banks' :data:`~tensorlsu.hdl.smem.banks.SharedBanks.READ_LATENCY`)
+    and registered → the write into the quadrants → the result beat. A refused copy answers
+    after every copy before it.
 
     Ordering: from the cycle a copy is taken until its reads are done the shared path takes
     no instruction (``waiting``, ``reading``), and an instruction already in it finishes first

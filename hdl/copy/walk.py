@@ -29,8 +29,8 @@ class CopyWalk(wiring.Component):
     them (32 for a .128x256b: 128 bytes a step). No multiplier, and no adder before the
     swizzle: each slot's unswizzled address is a register (``pre``), set at the start to
     ``start + k·S`` and moved on each step by one of two increments fixed for the copy (the
-    chunk's offset, or SBO less it to the next group's first chunk); the group's base
-    (``start + g·SBO``) is kept beside them for the proofs.
+    chunk's offset, or SBO less it to the next group's first chunk). The form's shape (its
+    last group, whether it has two chunks, a group's rows) is registered at the start too.
 
     Latency: ``step`` is valid the cycle after ``start``; the next step the cycle after
     ``advance``. ``start`` is taken while ``ready``: idle, or in the cycle the last step
@@ -63,7 +63,8 @@ class CopyWalk(wiring.Component):
                           "sbo": In(ADDR_BITS), "base_offset": In(3), "swizzle_log": In(2), "advance": In(1),
                           "step": Out(step_layout(params.line_bits)), "valid": Out(1), "busy": Out(1),
                           "ready": Out(1)})
-        # the walk's state, named here for the proofs' invariants (formal/copy_specs.py)
+        # the walk's state, named here for the proofs' invariants (formal/copy_specs.py); the
+        # form itself only for them (the walk reads its registered shape)
         self.state = {"form": Signal(FORM_BITS, name="w_form"), "base_offset": Signal(3, name="w_base_offset"),
                       "swizzle_log": Signal(2, name="w_swizzle_log"),
                       "group": Signal(4, name="w_group"), "chunk": Signal(name="w_chunk"),

@@ -49,7 +49,8 @@ class ResultStage(wiring.Component):
     """Result stage, prefix ``e_``: ``Params.entries`` instruction entries in order (one emitting,
     one filled and waiting, one filling, one more while its rows come), the load row buffer,
     and the result beats of the oldest entry (the head), through the fragment shuffle
-    (:class:`~tensorlsu.hdl.pipeline.shuffle.ShuffleNetwork`, its selects a beat ahead).
+    (:class:`~tensorlsu.hdl.pipeline.shuffle.ShuffleNetwork`, its selects looked up two beats
+    ahead).
 
     The row buffer is a ring of ``row_blocks`` blocks of 8 slots: an entry's slot ``s`` is ring
     slot ``(8 · start + s) mod (8 · row_blocks)``. A load's beat leaves as soon as the rows it
