@@ -757,7 +757,7 @@ SPECS = {
                 "the address stage (step 9) and a stalled result beat (step 10) fit in 10 steps "
                 "(streams_cover)"),
     "streams_cover": (lambda: StreamRules(), "cover", 12, "a refused instruction's beat; a stalled result beat"),
-    "streams_packed": (lambda: StreamRules("packed"), "bmc", 10, "the same under packed (pairs, five entries)"),
+    "streams_packed": (lambda: StreamRules("packed"), "bmc", 10, "the same under packed (pairs, six entries)"),
     "owed": (lambda: OwedContract(), "prove", 2, "induction: the counts are the reference's"),
     "owed_cover": (lambda: OwedContract(), "cover", 12, "beats owed ahead and behind a stmatrix waiting for its own"),
     "slice": (lambda: SliceContract(), "prove", 2, "induction over the two entries and their valid bits"),
@@ -770,7 +770,7 @@ SPECS = {
     "pass_queue_cover": (lambda: PassQueueOrder(), "cover", 12, "three passes through and a full queue"),
     "ring": (lambda: RingRule(), "prove", 3, "induction: the go-ahead register and the release invariant"),
     "ring_packed": (lambda: RingRule("packed"), "prove", 3,
-                    "the packed ring (whole-pass windows, 24 blocks, five entries, pairs)"),
+                    "the packed ring (whole-pass windows, 24 blocks, six entries, pairs)"),
     "ring_packed_cover": (lambda: RingRule("packed"), "cover", 8, "a pair's second pass waits while its first goes"),
     "pair": (lambda: PairContract(), "prove", 1, "combinational: one step is every case (32 rows)"),
     "broken_pair": (lambda: PairContract(rows=8, crossbar_cls=BrokenPair), "prove", 1, "must FAIL"),

@@ -309,13 +309,14 @@ class Params:
         one filled and waiting, one filling, and one more, taken while the rows of the one
         before are still on their way from the banks (``BankStage.LAND_AFTER`` cycles: with
         three entries the shortest wmma.load accumulators back to back, two bank cycles each,
-        took 2.67 clocks an instruction where the H200 takes 2.07); with paired passes two
-        pairs and one more, so that
-        the next pair (two free entries) is taken while the beats of the pair before the last
-        are still leaving (with four, it waited for their last beat). An entry is taken only
+        took 2.67 clocks an instruction where the H200 takes 2.07); with paired passes six:
+        an entry is busy some six cycles from its take to the cycle after its last beat, and a
+        packed ldmatrix .x1 with no conflict issues one a clock only if six are in flight (five
+        gave 1.17 clocks an instruction); six also hold two pairs while the next pair is taken
+        (with four, the pair waited for the last beat of the one before). An entry is taken only
         the cycle after its previous instruction gave its last beat, so the take (and all of
         the bank stage) depends on no result handshake of the same cycle."""
-        return 5 if self.pair_passes else 4
+        return 6 if self.pair_passes else 4
 
     @property
     def lines(self) -> int:

@@ -10,7 +10,6 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
-from ..lib.modular import add_mod, is_at_mod
 from ..params import Params
 from . import forms
 from .decode import form_constants
@@ -93,18 +92,47 @@ class RowRing(wiring.Component):
                         raise ValueError(f"form {forms.FORMS[f]}: a pass of a pair must fill and be aligned to "
                                          f"{p.pass_blocks} ring blocks, not {c['blocks']} / {c['align'] + 1}")
 
-    def _place(self, m, start, c, name):
-        """The ring blocks a pass with constants ``c`` fills from block ``start``, and those of
-        its first window."""
+    def _aligns(self) -> list[int]:
+        """The alignments (masks of low block bits) the forms' passes ask for."""
+        p = self.params
+        return sorted({k["align"] for f in range(len(forms.FORMS)) for k in form_constants(p, forms.info(f))})
+
+    @staticmethod
+    def _rounded(hot, align: int):
+        """A one-hot ring position rounded up to a multiple of ``align + 1`` (which divides the
+        ring's size), past the ring's end onto block 0: OR gates, no adder."""
+        n = len(hot)
+        return Cat(*[Cat(*[hot[(pb - k) % n] for k in range(align + 1)]).any() if pb % (align + 1) == 0
+                     else Const(0, 1) for pb in range(n)])
+
+    @staticmethod
+    def _index(hot):
+        """The position of a one-hot ring block."""
+        width = max(1, (len(hot) - 1).bit_length())
+        return Cat(*[Cat(*[hot[pb] for pb in range(len(hot)) if pb >> i & 1]).any() for i in range(width)])
+
+    def _place(self, m, hot, c, name):
+        """The ring blocks a pass with constants ``c`` fills from the one-hot block ``hot``, and
+        those of its first window (rotations by constants: no decode of a block number)."""
         p = self.params
         NB, wb = p.row_blocks, p.window // BLOCK
         blocks, window = Signal(NB, name=f"r_{name}_blocks"), Signal(NB, name=f"r_{name}_window")
-        m.d.comb += blocks.eq(Mux(c.load, Cat(*[
-            Cat(*[(k < c.blocks) & is_at_mod(start, k, pb, NB) for k in range(p.pass_blocks)]).any()
-            for pb in range(NB)]), 0))
-        m.d.comb += window.eq(Cat(*[Cat(*[is_at_mod(start, k, pb, NB) for k in range(wb)]).any()
-                                    for pb in range(NB)]))
+        m.d.comb += blocks.eq(Mux(c.load, reduce(operator.or_, [
+            Mux(k < c.blocks, hot.rotate_left(k), 0) for k in range(p.pass_blocks)]), 0))
+        m.d.comb += window.eq(reduce(operator.or_, [hot.rotate_left(k) for k in range(wb)]))
         return blocks, window
+
+    def _moved(self, m, hot, c, name):
+        """The one-hot block after a pass of ``c.blocks`` blocks from ``hot``."""
+        p = self.params
+        moved = Signal(p.row_blocks, name=f"r_{name}_moved")
+        with m.Switch(c.blocks):
+            for k in range(1, p.pass_blocks + 1):
+                with m.Case(k):
+                    m.d.comb += moved.eq(hot.rotate_left(k))
+            with m.Default():
+                m.d.comb += moved.eq(hot)
+        return moved
 
     def elaborate(self, platform):
         m = Module()
@@ -112,24 +140,33 @@ class RowRing(wiring.Component):
         NB, W = p.row_blocks, p.window
         wb = W // BLOCK                 # blocks of one window
         c = tk.pass_.consts
-        alloc = Signal(range(NB), name="r_alloc")   # the block after the last load's
-        # rounded up to the alignment (a mask of low bits), which divides the ring's size
-        # (LoadShuffle checks it), so that the rounding never passes the ring's end but onto block 0
-        ahead = alloc + c.align
-        rounded = ahead & (Const((1 << len(ahead)) - 1, len(ahead)) ^ c.align)
-        m.d.comb += self.start.eq(Mux(rounded >= NB, 0, rounded))
-        take_blocks, take_window = self._place(m, self.start, c, "take")
-        with m.If(tk.ok & c.load):
-            m.d.sync += alloc.eq(add_mod(self.start, c.blocks, NB))
+        # Where a load taken now starts, for each alignment the forms ask (``align``, a mask of
+        # low block bits): the block after the last load's, rounded up. Kept one-hot in
+        # registers, so that the take's blocks and window (and the go-ahead made from them) are
+        # rotations of a register, with no adder, rounding or decode in front of them.
+        aligns = self._aligns()
+        start_hot = {a: Signal(NB, init=1, name=f"r_start_hot_a{a}") for a in aligns}
+        hot = Signal(NB, name="r_take_hot")
+        with m.Switch(c.align):
+            for a in aligns[:-1]:
+                with m.Case(a):
+                    m.d.comb += hot.eq(start_hot[a])
+            with m.Default():
+                m.d.comb += hot.eq(start_hot[aligns[-1]])
+        m.d.comb += self.start.eq(self._index(hot))
+        take_blocks, take_window = self._place(m, hot, c, "take")
+        after = self._moved(m, hot, c, "take")
         if p.pair_passes:
             # the second pass of a pair taken with the first: the pass after the first's (a
             # constant offset, so that the second's go-ahead is no later than the first's)
             c2 = tk.second_pass.consts
             self._check_pairs()
-            m.d.comb += self.second_start.eq(add_mod(self.start, p.pass_blocks, NB))
-            second_blocks, second_take_window = self._place(m, self.second_start, c2, "second")
-            with m.If(tk.pair):
-                m.d.sync += alloc.eq(add_mod(self.second_start, c2.blocks, NB))
+            second_hot = hot.rotate_left(p.pass_blocks)
+            m.d.comb += self.second_start.eq(self._index(second_hot))
+            second_blocks, second_take_window = self._place(m, second_hot, c2, "second")
+            after = Mux(tk.pair, self._moved(m, second_hot, c2, "second"), after)
+        with m.If(tk.ok & c.load | (tk.pair if p.pair_passes else 0)):
+            m.d.sync += [start_hot[a].eq(self._rounded(after, a)) for a in aligns]
 
         blocks, busy = self.state["blocks"], self.state["busy"]
         nxt = Signal(NB)                    # the entry after the head's blocks
