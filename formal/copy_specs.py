@@ -127,6 +127,7 @@ class CopyWalkOrder(_WalkSpec):
         with m.If(d.valid):
             m.d.comb += Assert((st["form"] == form) & (st["swizzle_log"] == swz) & (st["base_offset"] == boff),
                                "the walk holds the copy it was started with")
+            m.d.comb += Assert(form < len(FORMS), "a form of the table")
             m.d.comb += [Assert(holds, "the walk's shape is its form's") for holds in _shape_holds(st)]
             # its increments: to the second chunk, and from a group's last chunk to the next
             # group's first (modulo the walk's width, as its sums are)
@@ -134,7 +135,9 @@ class CopyWalkOrder(_WalkSpec):
             to_group = Signal(signed(CopyWalk.WIDE))
             m.d.comb += [to_group.eq(Mux(two, sbo - chunk_off, sbo)),
                          Assert(st["to_chunk"] == chunk_off, "the chunk's offset"),
-                         Assert(st["to_group"] == to_group.as_unsigned(), "SBO less the chunk's offset")]
+                         Assert(st["to_group"] == to_group.as_unsigned(), "SBO less the chunk's offset"),
+                         Assert(st["inc"] == Mux(two & ~n[0], chunk_off, to_group.as_unsigned()),
+                                "the next step's increment: to the second chunk, else to the next group")]
         for f in range(len(FORMS)):
             chunks = form_chunks(f)
             steps = max(form_rows(f) // 8, 1) * chunks

@@ -77,7 +77,10 @@ class CopyWalk(wiring.Component):
                       # the increments from a step to the next: to the group's second chunk
                       # (LBO, or 16 when swizzled), and from its last chunk to the next group
                       "to_chunk": Signal(ADDR_BITS, name="w_to_chunk", reset_less=True),
-                      "to_group": Signal(self.WIDE, name="w_to_group", reset_less=True)}
+                      "to_group": Signal(self.WIDE, name="w_to_group", reset_less=True),
+                      # the one the next step adds (one of the two), a register: the adders
+                      # start from registers, with no choice in front of them
+                      "inc": Signal(self.WIDE, name="w_inc", reset_less=True)}
 
     #: Width of the walk's addresses: the start plus 15 groups of SBO.
     WIDE = ADDR_BITS + 4
@@ -106,7 +109,7 @@ class CopyWalk(wiring.Component):
         st = self.state
         form, base_offset, swz = st["form"], st["base_offset"], st["swizzle_log"]
         group, chunk, valid = st["group"], st["chunk"], st["valid"]
-        pre, to_chunk, to_group = st["pre"], st["to_chunk"], st["to_group"]
+        pre, to_chunk, to_group, inc = st["pre"], st["to_chunk"], st["to_group"], st["inc"]
         # the form's shape, registered at the start (no decode of the form behind the step)
         last_group, two_chunks, group_rows = st["last_group"], st["two_chunks"], st["group_rows"]
         last = Signal()
@@ -114,13 +117,15 @@ class CopyWalk(wiring.Component):
                      self.valid.eq(valid), self.busy.eq(valid), self.ready.eq(~valid | (self.advance & last))]
         # the copy being started: its second chunk's offset and whether it has one
         start_chunk = Signal(ADDR_BITS, name="w_start_chunk")
+        start_to_group = Signal(self.WIDE, name="w_start_to_group")
         start_last, start_two, start_rows = self._form_shape(m, self.form, "w_start")
-        m.d.comb += start_chunk.eq(Mux(self.swizzle_log == 0, self.lbo, CHUNK))
+        m.d.comb += [start_chunk.eq(Mux(self.swizzle_log == 0, self.lbo, CHUNK)),
+                     start_to_group.eq(Mux(start_two, self.sbo - start_chunk, self.sbo))]
         with m.If(self.start & self.ready):
             m.d.sync += [last_group.eq(start_last), two_chunks.eq(start_two), group_rows.eq(start_rows)]
             m.d.sync += [valid.eq(1), form.eq(self.form), base_offset.eq(self.base_offset),
                          swz.eq(self.swizzle_log), group.eq(0), chunk.eq(0), to_chunk.eq(start_chunk),
-                         to_group.eq(Mux(start_two, self.sbo - start_chunk, self.sbo))]
+                         to_group.eq(start_to_group), inc.eq(Mux(start_two, start_chunk, start_to_group))]
             # slot k: S = 16·2^swizzle bytes a row, so k·S is a constant per swizzle
             with m.Switch(self.swizzle_log):
                 for z in range(4):
@@ -130,9 +135,10 @@ class CopyWalk(wiring.Component):
             with m.If(last):
                 m.d.sync += valid.eq(0)
             with m.Elif(chunk != two_chunks):
-                m.d.sync += [chunk.eq(1), *[pre[k].eq(pre[k] + to_chunk) for k in range(SLOTS)]]
+                m.d.sync += [chunk.eq(1), inc.eq(to_group), *[pre[k].eq(pre[k] + inc) for k in range(SLOTS)]]
             with m.Else():
-                m.d.sync += [chunk.eq(0), group.eq(group + 1), *[pre[k].eq(pre[k] + to_group) for k in range(SLOTS)]]
+                m.d.sync += [chunk.eq(0), group.eq(group + 1), inc.eq(Mux(two_chunks, to_chunk, to_group)),
+                             *[pre[k].eq(pre[k] + inc) for k in range(SLOTS)]]
 
         out = self.step
         m.d.comb += [out.chunk.eq(chunk), out.group.eq(group), out.last.eq(last)]
