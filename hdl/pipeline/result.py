@@ -88,9 +88,10 @@ class ResultStage(wiring.Component):
         head's last beat, the ring blocks its beats still read.
     """
 
-    #: copies of the head's shuffle selects, each driving its share of the network (two of the
-    #: window's 32 rows), so that no select bit needs a long buffer tree
-    SELECT_COPIES = 16
+    #: copies of the head's shuffle selects, each driving its share of the network (one of the
+    #: window's 32 rows, four of the beat's 128 bytes), so that no select bit needs a long
+    #: buffer tree (with 16 copies, five buffers deep ahead of the result's outlet)
+    SELECT_COPIES = 32
 
     def __init__(self, params: Params):
         self.params = p = params
