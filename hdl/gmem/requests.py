@@ -26,8 +26,7 @@ class FetchRequests(wiring.Component):
     - **N** compares every slot of context ``rq``, and of its twin (the next context, holding
       the instruction's second pass, counted from the cycle it is admitted), with that line: on
       its 4 KiB page and at most ``axi_burst - 1`` lines after it (registered: ``near``,
-      ``dist``, and per line of the burst's reach whether a near slot lies in it, ``holds``).
-      N runs again each cycle B waits.
+      ``dist``). N runs again each cycle B waits.
     - **B** decides the burst: that line and the following ones while each holds a near slot
       (at most ``axi_burst``, never across 4 KiB), and the slots in them (``covered``,
       ``covered_twin``); the request leaves, marking them requested.
@@ -129,13 +128,12 @@ class FetchRequests(wiring.Component):
         near, twin_near = Signal(R, name="g_near"), Signal(R, name="g_twin_near")
         dist = [Signal(near_bits, name=f"g_dist{s}") for s in range(R)]
         twin_dist = [Signal(near_bits, name=f"g_twin_dist{s}") for s in range(R)]
-        # line req_line + j has a near slot: a register, made by N with ``near`` and ``dist``, so
-        # that the run, the gap and the burst's slots (which S's choice and the marks wait on)
-        # start a few gates after the clock
-        holds = Signal(p.axi_burst, name="g_holds")
+        on_page = Signal(p.axi_burst, name="g_on_page")   # line req_line + j is on its page
+        holds = Signal(p.axi_burst, name="g_holds")       # line req_line + j has a near slot
         run = Signal(p.axi_burst, name="g_run")           # lines req_line .. + j all hold
         for j in range(p.axi_burst):
-            m.d.comb += run[j].eq(holds[j] if j == 0 else run[j - 1] & holds[j])
+            m.d.comb += [holds[j].eq(on_page[j] & Cat(*[near[s] & (dist[s] == j) for s in range(R)]).any()),
+                         run[j].eq(holds[j] if j == 0 else run[j - 1] & holds[j])]
         beats = Signal(range(p.axi_burst + 1), name="g_req_beats")
         m.d.comb += beats.eq(sum(run[j] for j in range(p.axi_burst)))
         gap = Signal(name="g_gap")                 # a line beyond the run holds a near slot
@@ -187,25 +185,16 @@ class FetchRequests(wiring.Component):
                                      ~entering & mux_tree(nat, list(self.twin)))),
                      twin_pending.eq(Mux(has_twin, Mux(admit_next, self.admit_pass.consts.used,
                                                        mux_tree(nat, list(pending))), 0))]
-        near_next = [Signal(name=f"g_near_next{s}") for s in range(R)]
-        dist_next = [Signal(near_bits, name=f"g_dist_next{s}") for s in range(R)]
-        for slots, lines, near_r, dist_r, near_n, dist_n in (
-                (cand, rq_line, near, dist, near_next, dist_next),
-                (twin_pending, twin_line, twin_near, twin_dist, None, None)):
+        for slots, lines, near_r, dist_r in ((cand, rq_line, near, dist),
+                                             (twin_pending, twin_line, twin_near, twin_dist)):
             for s in range(R):
                 d = Signal(pb + 1, name=f"{near_r.name}_d{s}")
-                nr = Signal(name=f"{near_r.name}_n{s}")
-                m.d.comb += [d.eq(lines[s][:pb] - req_line[:pb]),
-                             nr.eq(slots[s] & (lines[s][pb:] == req_line[pb:]) & (d[near_bits:] == 0))]
-                if near_n is not None:
-                    m.d.comb += [near_n[s].eq(nr), dist_n[s].eq(d[:near_bits])]
+                m.d.comb += d.eq(lines[s][:pb] - req_line[:pb])
                 with m.If(n_again):
-                    m.d.sync += [near_r[s].eq(nr), dist_r[s].eq(d[:near_bits])]
+                    m.d.sync += [near_r[s].eq(slots[s] & (lines[s][pb:] == req_line[pb:]) & (d[near_bits:] == 0)),
+                                 dist_r[s].eq(d[:near_bits])]
         with m.If(n_again):
-            # (line req_line + j on its page, and a near slot in it)
-            m.d.sync += holds.eq(Cat(*[(req_line[:pb] <= page_lines - 1 - j)
-                                       & Cat(*[near_next[s] & (dist_next[s] == j) for s in range(R)]).any()
-                                       for j in range(p.axi_burst)]))
+            m.d.sync += on_page.eq(Cat(*[req_line[:pb] <= page_lines - 1 - j for j in range(p.axi_burst)]))
         m.d.comb += self.sel_ctx.eq(at)
         return m
 

@@ -156,7 +156,10 @@ class CheckStage(wiring.Component):
             span = k1.stride_lines - k1.stride_bytes
             m.d.sync += [k2.instr.eq(k1.instr), k2.first.eq(k1.first), k2.second.eq(k1.second),
                          k2.stride_bytes.eq(k1.stride_bytes), k2.glob.eq(k1.glob), k2.base.eq(k1.base),
-                         k2.span.eq(span), k2.room.eq(Mux(k1.glob, k1.room_global, k1.room_shared) - k1.base),
+                         # both rooms, picked after the subtractions: the adders start
+                         # from registers, not behind the space's multiplexer
+                         k2.span.eq(span), k2.room.eq(Mux(k1.glob, k1.room_global - k1.base,
+                                                          k1.room_shared - k1.base)),
                          k2.err.eq(self._error(k1)),
                          # the range verdict is still open: the checks before it passed
                          k2.range_check.eq(~k1.unknown & k1.first.wmma & ~k1.wm_unsupported &
