@@ -93,9 +93,14 @@ class RowRing(wiring.Component):
                                          f"{p.pass_blocks} ring blocks, not {c['blocks']} / {c['align'] + 1}")
 
     def _aligns(self) -> list[int]:
-        """The alignments (masks of low block bits) the forms' passes ask for."""
+        """The alignments (masks of low block bits) the forms' passes ask for; each must divide
+        the ring's size, so that rounding up never passes its end but onto block 0."""
         p = self.params
-        return sorted({k["align"] for f in range(len(forms.FORMS)) for k in form_constants(p, forms.info(f))})
+        aligns = sorted({k["align"] for f in range(len(forms.FORMS)) for k in form_constants(p, forms.info(f))})
+        for a in aligns:
+            if p.row_blocks % (a + 1):
+                raise ValueError(f"an alignment of {a + 1} blocks does not divide the ring's {p.row_blocks}")
+        return aligns
 
     @staticmethod
     def _rounded(hot, align: int):
