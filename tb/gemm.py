@@ -140,8 +140,11 @@ def run(n: int, policy: str = "h200", seed: int = 1, sim: str = "verilator") -> 
     t.update(policy=policy, seconds=round(sim_s, 2), wall_s=round(time.perf_counter() - t0, 1), fails=fails,
              bytes_per_clk=round(t["bytes"] / t["cycles"], 1),
              model_bytes_per_clk=round(t["bytes"] / t["model_cycles"], 1),
-             steady_bytes_per_clk=round(t["steady_bytes"] / t["steady_cycles"], 1),
-             steady_model_bytes_per_clk=round(t["steady_bytes"] / t["steady_model_cycles"], 1),
+             # (none when every burst holds one instruction)
+             steady_bytes_per_clk=(round(t["steady_bytes"] / t["steady_cycles"], 1)
+                                   if t.get("steady_cycles") else None),
+             steady_model_bytes_per_clk=(round(t["steady_bytes"] / t["steady_model_cycles"], 1)
+                                         if t.get("steady_model_cycles") else None),
              fill=round(t["fill_cycles"] / t["bursts"], 1))
     t.setdefault("failures", 0)
     return t
@@ -159,9 +162,12 @@ def main(argv=None) -> int:
           f"stmatrix.x4), {t['failures']} failures")
     print(f"  RTL: {t['cycles']} cycles, {t['bytes_per_clk']} B/clk; bank cycles {t['bank_cycles']}, "
           f"the model's {t['model_cycles']} ({t['model_bytes_per_clk']} B/clk at the bank rule); limit 128 B/clk")
-    print(f"  back to back (each burst of {BURST} after its first instruction): {t['steady_bytes_per_clk']} B/clk, "
-          f"{t['steady_model_bytes_per_clk']} at the bank rule; a burst's first instruction {t['fill']} clocks")
-    print(f"  {t['seconds']} s simulating ({t['instructions'] / t['seconds']:.0f} instructions/s), "
+    if t["steady_bytes_per_clk"] is not None:
+        print(f"  back to back (each burst of {BURST} after its first instruction): {t['steady_bytes_per_clk']} "
+              f"B/clk, {t['steady_model_bytes_per_clk']} at the bank rule; a burst's first instruction "
+              f"{t['fill']} clocks")
+    rate = f"{t['instructions'] / t['seconds']:.0f}" if t["seconds"] else "—"
+    print(f"  {t['seconds']} s simulating ({rate} instructions/s), "
           f"{t['wall_s']} s in all")
     for f in t["fails"]:
         print("FAIL", f)
