@@ -311,8 +311,8 @@ class Params:
         three entries the shortest wmma.load accumulators back to back, two bank cycles each,
         took 2.67 clocks an instruction where the H200 takes 2.07); with paired passes six:
         an entry is busy some six cycles from its take to the cycle after its last beat, and a
-        packed ldmatrix .x1 with no conflict issues one a clock only if six are in flight (five
-        gave 1.17 clocks an instruction); six also hold two pairs while the next pair is taken
+        packed ldmatrix .x1 with no conflict issues one a clock only if six are in flight
+        (docs/log.md); six also hold two pairs while the next pair is taken
         (with four, the pair waited for the last beat of the one before). An entry is taken only
         the cycle after its previous instruction gave its last beat, so the take (and all of
         the bank stage) depends on no result handshake of the same cycle."""

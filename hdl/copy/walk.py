@@ -29,7 +29,8 @@ class CopyWalk(wiring.Component):
     them (32 for a .128x256b: 128 bytes a step). No multiplier, and no adder before the
     swizzle: each slot's unswizzled address is a register (``pre``), set at the start to
     ``start + k·S`` and moved on each step by one of two increments fixed for the copy (the
-    chunk's offset, or SBO less it to the next group's first chunk). The form's shape (its
+    chunk's offset, or SBO less it to the next group's first chunk); the one the next step
+    adds is a register of its own (``inc``), chosen a step ahead. The form's shape (its
     last group, whether it has two chunks, a group's rows) is registered at the start too.
 
     Latency: ``step`` is valid the cycle after ``start``; the next step the cycle after

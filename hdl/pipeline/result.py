@@ -90,7 +90,7 @@ class ResultStage(wiring.Component):
 
     #: copies of the head's shuffle selects, each driving its share of the network (one of the
     #: window's 32 rows, four of the beat's 128 bytes), so that no select bit needs a long
-    #: buffer tree (with 16 copies, five buffers deep ahead of the result's outlet)
+    #: buffer tree
     SELECT_COPIES = 32
 
     def __init__(self, params: Params):
