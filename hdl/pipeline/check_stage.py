@@ -36,6 +36,20 @@ def checked_layout(p: Params) -> data.StructLayout:
                               "base": 32})
 
 
+def _form_index(m, form, key, name: str):
+    """The distinct values ``key`` gives the wmma.load forms, sorted, and a signal: the index
+    of form ``form``'s among them, a few bits as a binary tree of constants on the form id
+    (no decode of every form fans out to what it picks). A form that is no wmma.load names the
+    first (what it picks is never read for one)."""
+    fids = range(2 ** len(form))
+    infos = [forms.info(f) if f < len(forms.FORMS) else None for f in fids]
+    values = sorted({key(inf) for inf in infos if inf is not None and inf.wmma})
+    index = Signal(range(len(values)), name=name)
+    m.d.comb += index.eq(select([C(values.index(key(inf)) if inf is not None and inf.wmma else 0, len(index))
+                                 for inf in infos], form))
+    return values, index
+
+
 class CheckStage(wiring.Component):
     """Check stage, prefix ``k_``: the checks of an instruction from the instruction port's
     intake, in the model's order (:mod:`tensorlsu.sim.model`): an unknown form id; for
@@ -96,7 +110,7 @@ class CheckStage(wiring.Component):
         # stage registers (wide data without reset: nothing reads them before their valid)
         k1 = Signal(data.StructLayout({
             "instr": instr_layout(p), "first": consts_layout(p), "second": consts_layout(p),
-            "size": range(p.smem_bytes + 1), "unknown": 1, "rows_misaligned": 1, "rows_outside": 1,
+            "unknown": 1, "rows_misaligned": 1, "rows_outside": 1,
             "wm_unsupported": 1, "wm_misaligned": 1, "wm_stride": 1, "huge": 1, "below": 1,
             "stride_bytes": sw, "stride_lines": sw + 6, "room_shared": signed(room_bits),
             "room_global": signed(room_bits), "glob": 1, "base": 32}),
@@ -117,7 +131,6 @@ class CheckStage(wiring.Component):
         m.d.comb += decode.form.eq(ip.form)
         nxt = Signal.like(k1)
         m.d.comb += [nxt.instr.eq(ip), nxt.first.eq(decode.first), nxt.second.eq(decode.second),
-                     nxt.size.eq(Mux(self.smem_size > p.smem_bytes, p.smem_bytes, self.smem_size)),
                      nxt.unknown.eq(~c.valid)]
         misaligned, outside = [], []
         for i in range(p.lanes):
@@ -129,24 +142,16 @@ class CheckStage(wiring.Component):
         m.d.comb += [nxt.rows_misaligned.eq(Cat(*misaligned).any()), nxt.rows_outside.eq(Cat(*outside).any())]
         self._wmma_k1(m, ip, nxt, sw)
         # the limit less a line, for either space (signed: it may go below zero); K2 subtracts
-        # the address from the one in force. The form picks among the limit less each line size
-        # the forms have, subtracted beside the form's decode rather than after it
-        limit_shared = Cat(nxt.size, C(0, 1)).as_signed()
-        limit_global = C(p.global_base + p.global_bytes, 34).as_signed()
-        # (the form names its line size's index, a few bits as a binary tree of constants, and
-        # the index picks among the candidates: no decode of every form fans out to them; a
-        # form that is no wmma.load never reads them)
-        sizes = sorted({forms.info(f).line_bytes for f in range(len(forms.FORMS)) if forms.info(f).wmma})
+        # the address from the one in force. The limit less each line size the forms have is
+        # subtracted beside the form's decode, and beside the comparison that clamps the
+        # shared memory's size (each candidate is either clamped one), not after them
+        sizes, size_index = _form_index(m, ip.form, lambda inf: inf.line_bytes, "k_line_size")
+        over = self.smem_size > p.smem_bytes
         less_shared = [Signal(signed(room_bits), name=f"k_room_shared_{n}") for n in sizes]
-        m.d.comb += [r.eq(limit_shared - n) for r, n in zip(less_shared, sizes)]
-
-        def line_size(f):
-            inf = forms.info(f) if f < len(forms.FORMS) else None
-            return sizes.index(inf.line_bytes) if inf is not None and inf.wmma else 0
-        size_index = Signal(range(len(sizes)), name="k_line_size")
-        m.d.comb += [size_index.eq(select([C(line_size(f), len(size_index)) for f in range(2 ** len(ip.form))],
-                                          ip.form)),
-                     nxt.room_shared.eq(select(less_shared, size_index)),
+        m.d.comb += [r.eq(Mux(over, p.smem_bytes - n, Cat(self.smem_size, C(0, 1)).as_signed() - n))
+                     for r, n in zip(less_shared, sizes)]
+        limit_global = C(p.global_base + p.global_bytes, 34).as_signed()
+        m.d.comb += [nxt.room_shared.eq(select(less_shared, size_index)),
                      nxt.room_global.eq(select([limit_global - n for n in sizes], size_index))]
         with m.If(take):
             m.d.sync += k1.eq(nxt)
@@ -179,27 +184,22 @@ class CheckStage(wiring.Component):
         checks, the address's alignment, its state space and the matrix address resolved."""
         p = self.params
         # the stride in bytes, and times the lines: constant shifts of the port's stride by
-        # each form's element width and lines, picked by the form beside its decode (no shifter
-        # after it; K2 then has one subtraction for the span); only a stride that fits sw bits
-        # is used
+        # each element width and width times lines the forms have, and the stride's checks
+        # against each rule (leading dimension, grain), side by side, picked by the form
+        # (:func:`_form_index`: no shifter or decode in front of them; K2 then has one
+        # subtraction for the span); only a stride that fits sw bits is used
         full_bits = len(ip.stride) + 3
-
-        def in_bytes(lg_bits, lg_span):
-            full = ((ip.stride << lg_bits) >> 3)[:full_bits]
-            return [nxt.huge.eq(full[sw:].any()), nxt.stride_bytes.eq(full[:sw]),
-                    nxt.stride_lines.eq((ip.stride << lg_span) >> 3)]
-        with m.Switch(ip.form):
-            for f, inf in enumerate(map(forms.info, range(len(forms.FORMS)))):
-                if inf.wmma:
-                    with m.Case(f):
-                        lg_bits = inf.bits.bit_length() - 1
-                        # the stride's checks against the form's constants: below the leading
-                        # dimension, or off its grain
-                        m.d.comb += [*in_bytes(lg_bits, lg_bits + inf.lines.bit_length() - 1),
-                                     nxt.wm_stride.eq((ip.stride < inf.least) |
-                                                      ((ip.stride & (inf.stride_grain - 1)) != 0))]
-            with m.Default():
-                m.d.comb += [*in_bytes(0, 0), nxt.wm_stride.eq(0)]
+        widths, width = _form_index(m, ip.form, lambda inf: inf.bits.bit_length() - 1, "k_stride_width")
+        spans, span = _form_index(m, ip.form, lambda inf: inf.bits.bit_length() + inf.lines.bit_length() - 2,
+                                  "k_stride_span")
+        rules, rule_index = _form_index(m, ip.form, lambda inf: (inf.least, inf.stride_grain), "k_stride_rule")
+        full = [((ip.stride << w) >> 3)[:full_bits] for w in widths]
+        m.d.comb += [nxt.huge.eq(select([f[sw:].any() for f in full], width)),
+                     nxt.stride_bytes.eq(select([f[:sw] for f in full], width)),
+                     nxt.stride_lines.eq(select([((ip.stride << n) >> 3)[:sw + 6] for n in spans], span)),
+                     # below the leading dimension, or off its grain
+                     nxt.wm_stride.eq(select([(ip.stride < least) | ((ip.stride & (grain - 1)) != 0)
+                                              for least, grain in rules], rule_index))]
         # the state space: a generic address inside the shared window is its offset there
         addr = ip.addr[0]
         in_window = Signal()

@@ -11,7 +11,7 @@ from ..params import Params
 from . import forms
 from .forms import BLOCK
 from .records import FORM_BITS, PER_PASS, consts_layout
-from .shuffle import beat_rows
+from .shuffle import beat_rows, beat_select
 
 __all__ = ["FormDecoder", "form_constants"]
 
@@ -34,7 +34,8 @@ def form_constants(p: Params, inf: forms.FormInfo) -> list[dict]:
                         blocks=max(inf.blocks(q), W // BLOCK) if inf.load else 0,
                         # the slots the pass's first beat reads, and the blocks its beats read
                         need0=beat_rows(inf, first) if inf.load else 0,
-                        rest0=inf.rest_blocks(first) if inf.load else 0))
+                        rest0=inf.rest_blocks(first) if inf.load else 0,
+                        sel0=beat_select(inf, first), sel1=beat_select(inf, first + 1)))
     return out
 
 
@@ -63,11 +64,15 @@ class FormDecoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        layout = consts_layout(self.params)
         with m.Switch(self.form):
             for f in range(len(forms.FORMS)):
                 per = form_constants(self.params, forms.info(f))
                 with m.Case(f):
                     for k, v in per[0].items():
+                        second = per[-1][k] if k in PER_PASS else v
+                        if isinstance(v, dict):     # a field that is a layout of its own
+                            v, second = layout[k].shape.const(v), layout[k].shape.const(second)
                         m.d.comb += getattr(self.first, k).eq(v)
-                        m.d.comb += getattr(self.second, k).eq(per[-1][k] if k in PER_PASS else v)
+                        m.d.comb += getattr(self.second, k).eq(second)
         return m

@@ -92,8 +92,10 @@ class PassQueue(wiring.Component):
             m.d.comb += [out.payload.eq(head), out.payload.ovl.eq(0),
                          out.payload.err.eq(Mux(head.ovl & (head.err == Error.NONE), Error.OVERLAP, head.err))]
             # the copy follows the entry at its place after this cycle's pops
-            m.d.sync += copy.eq(Mux(pops == 0, ahead[k], Mux(pops == 1, ahead[k + 1], ahead[k + 2]))
-                                if pair else Mux(pops == 0, ahead[k], ahead[k + 1]))
+            # (picked by the handshakes themselves, not by their count: the take is late)
+            popped = self.pop.valid & self.pop.ready
+            m.d.sync += copy.eq(Mux(popped, Mux(self.second.ready, ahead[k + 2], ahead[k + 1]), ahead[k])
+                                if pair else Mux(popped, ahead[k + 1], ahead[k]))
         set_, clr = Signal(n), Signal(n)
         with m.If(pushed):
             m.d.comb += set_.bit_select(wp, 1).eq(1)

@@ -20,6 +20,7 @@ from ..codes import FMT_BITS, Error, Space
 from ..params import ROW_BITS, Params
 from . import forms
 from .forms import BLOCK
+from .shuffle import beat_select_layout
 
 __all__ = ["FORM_BITS", "ADDR_BITS", "CYCLE_BITS", "instr_layout",
            "result_layout", "fill_layout", "consts_layout", "pass_layout", "PER_PASS",
@@ -58,7 +59,7 @@ def fill_layout(p: Params) -> data.StructLayout:
 
 
 #: The constants that differ between the two passes of a two-pass wmma.load.
-PER_PASS = ("used", "beat0", "pend", "final", "lastwin", "blocks", "need0", "rest0")
+PER_PASS = ("used", "beat0", "pend", "final", "lastwin", "blocks", "need0", "rest0", "sel0", "sel1")
 
 
 def consts_layout(p: Params) -> data.StructLayout:
@@ -69,15 +70,19 @@ def consts_layout(p: Params) -> data.StructLayout:
     ``fmt``: decompressor code; ``beat0``: the pass's first result beat; ``pend``: its last; ``lastpass``: the
     index of the instruction's last pass; ``final``: this pass is that one; ``lastwin``: the
     pass's last window; ``align``: ring alignment (blocks − 1) of its first block; ``blocks``: ring blocks it fills; ``need0``: the slots its
-    first beat reads; ``rest0``: the blocks its beats read; ``lastbeat``: the instruction's
-    last result beat (a store: 0, its completion beat).
+    first beat reads; ``rest0``: the blocks its beats read; ``sel0`` / ``sel1``: the shuffle
+    selects of its first beat and of the beat after, not yet placed on the ring
+    (:func:`~tensorlsu.hdl.pipeline.shuffle.beat_select`: the result stage places them where
+    the pass lands without a table lookup); ``lastbeat``: the instruction's last result beat (a
+    store: 0, its completion beat).
     """
     R, nb = p.lanes, p.row_blocks
     return data.StructLayout({
         "valid": 1, "load": 1, "wmma": 1, "used": unsigned(R), "nregs": range(R + 1),
         "fmt": unsigned(FMT_BITS), "beat0": range(R + 1), "pend": range(R + 1), "lastpass": 1, "final": 1,
         "lastwin": range(p.windows), "align": range(nb), "blocks": range(nb + 1),
-        "need0": unsigned(R), "rest0": unsigned(R // BLOCK), "lastbeat": range(R)})
+        "need0": unsigned(R), "rest0": unsigned(R // BLOCK), "sel0": beat_select_layout(),
+        "sel1": beat_select_layout(), "lastbeat": range(R)})
 
 
 def pass_layout(p: Params) -> data.StructLayout:

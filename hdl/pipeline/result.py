@@ -23,7 +23,7 @@ from .records import (
     consts_layout,
     result_layout,
 )
-from .shuffle import ShuffleNetwork, ShuffleSelect, beat_rows, shuffle_select_layout
+from .shuffle import ShuffleNetwork, ShuffleSelect, beat_rows, place_select, shuffle_select_layout
 
 __all__ = ["ResultStage", "entry_layout", "head_copy_layout"]
 
@@ -56,8 +56,8 @@ class ResultStage(wiring.Component):
     slot ``(8 · start + s) mod (8 · row_blocks)``. A load's beat leaves as soon as the rows it
     reads have landed: the slots the head's next beat reads (``need``) and the blocks its
     remaining beats read (``rest``) are kept per entry and decoded one beat ahead, so that the
-    result's valid is a register's bit (``ready``: the slots the entry's next beat reads are
-    in, computed as they land and as the beats move). A pass's last beat also waits for the bank
+    result's valid is a register's bit (``head_ready``: the slots the head's next beat reads
+    are in, computed as they land and as the beats move). A pass's last beat also waits for the bank
     stage to finish the pass (``progress.finished``: an h200 wmma.load may hold the banks
     after its reads), so that its cycle count is final. A store gives one completion beat once
     its rows are written; a refused instruction gives its beats at once, with the error and zero
@@ -141,8 +141,9 @@ class ResultStage(wiring.Component):
         self._landing = [Signal(R, name=f"e{b}_landing") for b in range(E)]
         self._written = [Signal(name=f"e{b}_written") for b in range(E)]
         self._written_need = [Signal(R, name=f"e{b}_written_need") for b in range(E)]
-        # each entry's next beat has all its slots in (``landed`` covers ``need``), a register
-        self._ready = Signal(E, name="e_ready")
+        # the head's next beat has all its slots in (its ``landed`` covers its ``need``), a
+        # register
+        self._head_ready = Signal(name="e_head_ready")
         self._cycles = [Signal(CYCLE_BITS, name=f"e{b}_cycles") for b in range(E)]
         self._finished = Signal(E, name="e_finished")
         # refused by a bus error: the entry is one pass of its instruction, not all of it
@@ -165,10 +166,10 @@ class ResultStage(wiring.Component):
             with m.If(tk.pair):
                 m.d.sync += tail.eq(self.after(second))
         for n, (took, at, pass_, start) in enumerate(takes):
-            first = m.submodules[f"first_select{n}"] = ShuffleSelect(lanes=p.lanes, form_bits=FORM_BITS, blocks=NB)
-            m.d.comb += [first.form.eq(pass_.form), first.beat.eq(pass_.consts.beat0), first.start.eq(start)]
-            then = m.submodules[f"second_select{n}"] = ShuffleSelect(lanes=p.lanes, form_bits=FORM_BITS, blocks=NB)
-            m.d.comb += [then.form.eq(pass_.form), then.beat.eq(pass_.consts.beat0 + 1), then.start.eq(start)]
+            # the selects of the pass's first two beats come looked up with the pass; here
+            # they are only placed where it lands
+            first = place_select(m, pass_.consts.sel0, start, NB, f"e_take{n}_select0")
+            then = place_select(m, pass_.consts.sel1, start, NB, f"e_take{n}_select1")
             need1 = self._beat_need(m, pass_.form, pass_.consts.beat0 + 1, f"e_take{n}_need1")
             with m.If(took):
                 m.d.comb += e_set.bit_select(at, 1).eq(1)
@@ -185,8 +186,8 @@ class ResultStage(wiring.Component):
                                          self._finished[b].eq(0), self._bus_err[b].eq(0),
                                          self._need[b].eq(c.need0), self._rest[b].eq(c.rest0),
                                          self._need2[b].eq(need1)]
-                            m.d.comb += [self._select_kept[b].eq(first.select),
-                                         self._select2_next[b].eq(then.select), self._written[b].eq(1),
+                            m.d.comb += [self._select_kept[b].eq(first),
+                                         self._select2_next[b].eq(then), self._written[b].eq(1),
                                          self._written_need[b].eq(c.need0)]
                             m.d.sync += [getattr(e[b], k).eq(getattr(c, k))
                                          for k in ("load", "wmma", "nregs", "pend", "lastbeat")]
@@ -346,7 +347,7 @@ class ResultStage(wiring.Component):
                 # the bank-cycle count is final (and reported) on the last beat only
                 # the pass's last beat also waits for the bank stage to finish it (an h200
                 # wmma.load's cost may outlast its reads), so its cycle count is final
-                m.d.comb += [self.result.valid.eq(self._ready.bit_select(head, 1) & (hc.finished | (beat != hc.pend))),
+                m.d.comb += [self.result.valid.eq(self._head_ready & (hc.finished | (beat != hc.pend))),
                              res.regs.eq(beat_regs),
                              res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == hc.lastbeat),
                              entry_end.eq(beat == hc.pend)]
@@ -385,18 +386,23 @@ class ResultStage(wiring.Component):
                 m.d.comb += inherited_next.eq(err)
 
     def _ready_next(self, m, head, moves):
-        """Each entry's ``ready`` for the next cycle: computed both for the slots its next beat
-        needs now and for those of the beat after (``need2``, when it is the head and its beat
-        leaves: ``moves``), so that the beat's handshake only picks one; an entry written with a
-        pass has nothing landed."""
-        for b in range(self.params.entries):
+        """Whether the head's next beat has its slots in, for the next cycle (``head_ready``,
+        what the result's valid reads): computed per entry both for the slots its next beat
+        needs now and for those of the beat after (``need2``, for the head when its beat leaves:
+        ``moves``), picked for the head and the entry after it before the handshake is known,
+        so that the handshake only picks between them; an entry written with a pass has nothing
+        landed."""
+        E = self.params.entries
+        now, moved = Signal(E, name="e_ready_now"), Signal(E, name="e_ready_moved")
+        for b in range(E):
             landed = self._landed[b] | self._landing[b]
-            covered_now = (landed & self._need[b]) == self._need[b]
-            covered_next = (landed & self._need2[b]) == self._need2[b]
-            with m.If(self._written[b]):
-                m.d.sync += self._ready[b].eq(self._written_need[b] == 0)
-            with m.Else():
-                m.d.sync += self._ready[b].eq(Mux(moves & (head == b), covered_next, covered_now))
+            m.d.comb += [now[b].eq(Mux(self._written[b], self._written_need[b] == 0,
+                                       (landed & self._need[b]) == self._need[b])),
+                         moved[b].eq(Mux(self._written[b], self._written_need[b] == 0,
+                                         (landed & self._need2[b]) == self._need2[b]))]
+        after_now = now.bit_select(self.after(head), 1)
+        head_now, head_moved = now.bit_select(head, 1), moved.bit_select(head, 1)
+        m.d.sync += self._head_ready.eq(Mux(self.entries.end, after_now, Mux(moves, head_moved, head_now)))
 
     def _beat_regs(self, m, form, beat):
         """The registers beat ``beat`` of a load form carries: register ``beat``, or, in a

@@ -18,8 +18,8 @@ from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES
 from . import forms
 from .forms import BLOCK
 
-__all__ = ["LoadShuffle", "ShuffleNetwork", "ShuffleSelect", "StoreShuffle", "beat_rows",
-           "shuffle_select_layout", "store_pattern"]
+__all__ = ["LoadShuffle", "ShuffleNetwork", "ShuffleSelect", "StoreShuffle", "beat_rows", "beat_select",
+           "beat_select_layout", "place_select", "shuffle_select_layout", "store_pattern"]
 
 _ROW_WORDS = ROW_BITS // 32
 _WINDOW = forms.SLOTS  # slots one beat may read (a wmma .c .f64 row-major beat reads all 32)
@@ -40,6 +40,17 @@ def _merged_base(b: int, used: set[int], nb: int) -> int:
     return min(used)
 
 
+def _beat_key(inf: forms.FormInfo, r: int) -> tuple[int, int, tuple]:
+    """Beat ``r`` of load form ``inf``: its first block, its span of blocks and the (window
+    row, byte) each result byte reads, counted from that block."""
+    first, span = inf.beat_span(r)
+    base = first * BLOCK
+    key = tuple((int(row) - base, int(byte)) for row, byte in
+                zip(inf.table[:, r, :, 0].flat, inf.table[:, r, :, 1].flat))
+    assert max(x for x, _ in key) < span * BLOCK, "a beat reads beyond its span"
+    return first, span, key
+
+
 @functools.cache
 def _plan():
     """Split every (load form, beat) into a block of the row buffer, a word rotation and a
@@ -53,8 +64,9 @@ def _plan():
     4, 8 or 12 bytes further along each row (the second beat of an m16n16 .trans, the high
     word of a .f64): those read the window rotated by that many bytes instead, which halves
     the options of the per-byte multiplexer. Returns the patterns (each a list of (window
-    row, byte)), the block span and the rotations (in words) of each, and (first block,
-    pattern, rotation) per (form, beat).
+    row, byte)), the block span and the rotations (in words) of each, (first block,
+    pattern, rotation) per (form, beat), and (pattern, rotation) per beat key
+    (:func:`_beat_key`).
     """
     keys, spans, beats = [], [], {}
     for f in range(len(forms.FORMS)):
@@ -62,11 +74,7 @@ def _plan():
         if not inf.load:
             continue
         for r in range(inf.nregs):
-            first, span = inf.beat_span(r)
-            base = first * BLOCK
-            key = tuple((int(row) - base, int(byte)) for row, byte in
-                        zip(inf.table[:, r, :, 0].flat, inf.table[:, r, :, 1].flat))
-            assert max(x for x, _ in key) < span * BLOCK, "a beat reads beyond its span"
+            first, span, key = _beat_key(inf, r)
             if key not in keys:
                 keys.append(key)
                 spans.append(span)
@@ -90,14 +98,49 @@ def _plan():
             pspans.append(span)
             rots.append({0})
     cases = {fr: (first, *as_base[key]) for fr, (first, key) in beats.items()}
-    return patterns, pspans, rots, cases
+    return patterns, pspans, rots, cases, as_base
+
+
+def beat_select(inf: forms.FormInfo, r: int) -> dict:
+    """The selects of beat ``r`` of load form ``inf`` before they are placed on the ring
+    (:func:`beat_select_layout`): its first block counted from the instruction's, its pattern
+    and its rotation; all 0 past the form's beats or for a store."""
+    if not inf.load or not 0 <= r < inf.nregs:
+        return {"first": 0, "pat": 0, "rot": 0}
+    first, _, key = _beat_key(inf, r)
+    pat, rot = _plan()[4][key]
+    return {"first": first, "pat": pat, "rot": rot}
+
+
+def _max_first() -> int:
+    return max(b for b, _, _ in _plan()[3].values())
 
 
 def shuffle_select_layout(blocks: int) -> data.StructLayout:
     """What the load shuffle's network needs of a beat: its first ring block (``base``), its
     byte pattern and its word rotation (:func:`_plan`)."""
-    patterns, _, _, _ = _plan()
+    patterns = _plan()[0]
     return data.StructLayout({"base": range(blocks), "pat": range(len(patterns)), "rot": range(_ROW_WORDS)})
+
+
+def beat_select_layout() -> data.StructLayout:
+    """A beat's selects before they are placed on the ring (:func:`beat_select`): ``first``,
+    its first block counted from the instruction's first, instead of ``base``."""
+    patterns = _plan()[0]
+    return data.StructLayout({"first": range(_max_first() + 1), "pat": range(len(patterns)),
+                              "rot": range(_ROW_WORDS)})
+
+
+def place_select(m: Module, unplaced, start, blocks: int, name: str):
+    """The network's selects (:func:`shuffle_select_layout`) of a beat whose unplaced selects
+    are ``unplaced`` (:func:`beat_select_layout`), of an instruction starting at ring block
+    ``start``. The start's successors on the ring are summed beside whatever computes
+    ``unplaced``, which then picks one (no adder after it)."""
+    placed = Signal(shuffle_select_layout(blocks), name=name)
+    successors = [add_mod(start, k, blocks) for k in range(_max_first() + 1)]
+    m.d.comb += [placed.pat.eq(unplaced.pat), placed.rot.eq(unplaced.rot),
+                 placed.base.eq(mux_tree(unplaced.first, successors))]
+    return placed
 
 
 def _check_blocks(lanes: int, blocks: int) -> None:
@@ -130,9 +173,8 @@ class ShuffleSelect(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        _, _, _, cases = _plan()
-        first = Signal(range(self.blocks))
-        sel = self.select
+        cases = _plan()[3]
+        unplaced = Signal(beat_select_layout())
         with m.Switch(self.form):
             for f in range(len(forms.FORMS)):
                 inf = forms.info(f)
@@ -143,12 +185,9 @@ class ShuffleSelect(wiring.Component):
                         for r in range(inf.nregs):
                             with m.Case(r):
                                 b, k, t = cases[(f, r)]
-                                m.d.comb += [first.eq(b), sel.pat.eq(k), sel.rot.eq(t),
+                                m.d.comb += [unplaced.first.eq(b), unplaced.pat.eq(k), unplaced.rot.eq(t),
                                              self.need.eq(beat_rows(inf, r))]
-        # the start's successors on the ring are summed beside the table's lookup, which then
-        # picks one (no adder or comparison after the table)
-        successors = [add_mod(self.start, k, self.blocks) for k in range(max(b for b, _, _ in cases.values()) + 1)]
-        m.d.comb += sel.base.eq(mux_tree(first, successors))
+        m.d.comb += self.select.eq(place_select(m, unplaced, self.start, self.blocks, "placed"))
         return m
 
 
@@ -178,7 +217,7 @@ class ShuffleNetwork(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        patterns, spans, rots, _ = _plan()
+        patterns, spans, rots = _plan()[:3]
         nb, ring = self.blocks, BLOCK * self.blocks
         n_out = 4 * self.lanes          # output bytes
 

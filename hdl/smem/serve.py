@@ -152,18 +152,17 @@ class BankStage(wiring.Component):
         with m.If(s["finish"]):
             m.d.sync += s["valid"].eq(0)
         with m.If(tk.ok):
-            c = tk.pass_.consts
             if p.pair_passes:
                 m.d.sync += s["pair"].eq(tk.pair)
-            m.d.sync += [s["valid"].eq(1), s["win"].eq(0), s["pending"].eq(c.used),
-                         s["recv"].eq(self.store.valid & pre)]
+            m.d.sync += [s["valid"].eq(1), s["win"].eq(0), s["recv"].eq(self.store.valid & pre)]
         # the wide registers (the rows and their comparisons) and the pass's constants load
         # whenever the stage may take a pass, taken or not: their enable waits on the stage's
         # own finish, not on the take (what they hold while no pass is served is never read)
         with m.If(self.free):
             c = tk.pass_.consts
             m.d.sync += [s["addr"][i].eq(tk.pass_.addr[i]) for i in range(R)]
-            m.d.sync += [s["buf"].eq(tk.tail), s["form"].eq(tk.pass_.form), s["start"].eq(tk.start),
+            m.d.sync += [s["pending"].eq(c.used), s["buf"].eq(tk.tail), s["form"].eq(tk.pass_.form),
+                         s["start"].eq(tk.start),
                          s["lastwin"].eq(c.lastwin), s["at_last"].eq(c.lastwin == 0), s["cost"].eq(tk.pass_.cost),
                          s["final"].eq(c.final), s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
             if p.precompare:
@@ -216,8 +215,10 @@ class BankStage(wiring.Component):
         m.d.comb += [xbar.eligible.eq(pending[:W]), s["served"].eq(Mux(s["ok"], xbar.served, 0))]
         m.d.comb += [xbar.quad[j].eq(addr[j][4:4 + qb]) for j in range(W)]
         m.d.comb += [xbar.line[j].eq(addr[j][4 + qb:4 + qb + LB]) for j in range(W)]
-        # the write crossbar's next window: the pass being taken, or the next window
-        m.d.comb += [xbar.take.eq(tk.ok), xbar.take_rows.eq(tk.pass_.consts.used[:W]), xbar.step.eq(s["ok"])]
+        # the write crossbar's next window: the pass offered, whenever the stage may take one
+        # (as the wide registers load: if it is not taken the stage idles, and what the
+        # crossbar holds then is never read), or the next window
+        m.d.comb += [xbar.take.eq(self.free), xbar.take_rows.eq(tk.pass_.consts.used[:W]), xbar.step.eq(s["ok"])]
         m.d.comb += [xbar.take_quad[j].eq(tk.pass_.addr[j][4:4 + qb]) for j in range(W)]
         if p.precompare:
             npairs = W * (W - 1) // 2
@@ -279,7 +280,8 @@ class BankStage(wiring.Component):
             restart = Cat(c > 0, c > 1)
             counted = Cat(spent + 1 < c, spent + 2 < c)
             return Mux(s["finish"] & s["final"], restart, Mux(s["count"], counted, Cat(spent < c, spent + 1 < c)))
-        m.d.sync += Cat(short, short1).eq(Mux(tk.ok, ahead(tk.pass_.cost), ahead(cost)))
+        # (for the offered pass whenever the stage may take one, as ``cost`` loads)
+        m.d.sync += Cat(short, short1).eq(Mux(self.free, ahead(tk.pass_.cost), ahead(cost)))
         return short, short1
 
     # -- the banks ---------------------------------------------------------------------------
