@@ -9,6 +9,12 @@ gives equal stimulus).
 
     python tb/cycle_record.py --out before.json [--sim verilator] [--n 600]
     python tb/cycle_record.py --out after.json  && cmp before.json after.json
+    python tb/cycle_record.py --compare before.json after.json
+
+``--compare`` compares two recordings field by field: every record's data, error and bank
+cycles must be equal (exit 1 if one is not); the accepted and done cycles may differ as the
+pipeline's depth does, and are summarised per stream (how many records' latency changed, and
+the latencies before and after).
 """
 
 from __future__ import annotations
@@ -46,13 +52,69 @@ def digest(res: dict) -> dict:
     return keep
 
 
+def _latencies(records: list) -> list[int]:
+    """Each record's latency (done − accepted), a Tensor Memory job's per port record."""
+    out = []
+    for r in records:
+        if "ports" in r:
+            out += [x["done"] - x["accepted"] for rs in r["ports"].values() for x in rs]
+        else:
+            out.append(r["done"] - r["accepted"])
+    return out
+
+
+def _fixed(r: dict):
+    """What must not change: data, error and bank cycles (a job's data per port record)."""
+    if "ports" in r:
+        return {"ports": {q: [x["data"] for x in rs] for q, rs in r["ports"].items()}, "dump": r["dump"]}
+    return {k: r.get(k) for k in ("cycles", "error", "data")}
+
+
+def compare(before: dict, after: dict) -> int:
+    """Print the field-by-field comparison of two recordings; 1 if any fixed field differs."""
+    bad = 0
+    if set(before) != set(after):
+        print(f"streams differ: only before {sorted(set(before) - set(after))}, "
+              f"only after {sorted(set(after) - set(before))}")
+        bad = 1
+    print(f"{'stream':44} {'records':>7} {'differ':>6} {'latency changed':>15}  latency before -> after (min/mean/max)")
+    for key in sorted(set(before) & set(after)):
+        b, a = before[key], after[key]
+        if len(b) != len(a):
+            print(f"{key:44} record counts differ: {len(b)} before, {len(a)} after")
+            bad = 1
+            continue
+        differ = [k for k, (x, y) in enumerate(zip(b, a)) if _fixed(x) != _fixed(y)]
+        lb, la = _latencies(b), _latencies(a)
+        changed = sum(x != y for x, y in zip(lb, la))
+
+        def stats(v):
+            return f"{min(v)}/{sum(v) / len(v):.1f}/{max(v)}" if v else "-"
+        print(f"{key:44} {len(b):>7} {len(differ):>6} {changed:>15}  {stats(lb)} -> {stats(la)}")
+        for k in differ[:3]:
+            print(f"    record {k}: before {_fixed(b[k])}, after {_fixed(a[k])}")
+        bad |= bool(differ)
+    print("data, errors and bank cycles: " + ("DIFFER" if bad else "identical on every record"))
+    return int(bad)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--out")
     ap.add_argument("--sim", choices=["icarus", "verilator"], default="verilator")
     ap.add_argument("--n", type=int, default=600)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     args = ap.parse_args(argv)
+    if args.compare:
+        try:
+            before, after = (json.loads(Path(f).read_text()) for f in args.compare)
+        except (OSError, ValueError) as e:
+            print(f"cycle_record: cannot read a recording: {e}", file=sys.stderr)
+            return 2
+        return compare(before, after)
+    if not args.out:
+        ap.error("--out is required (or --compare BEFORE AFTER)")
     out = {}
     for policy in ("h200", "packed"):
         for seed in args.seeds:
