@@ -293,7 +293,11 @@ class LoadStoreUnit(wiring.Component):
                      banks.quiet.eq(quiet & ~cp.reading),
                      check.stall.eq(banks.claim | cp.reading | cp.waiting)]
         for q, quad in enumerate(quads):
-            m.d.comb += [cp.tmem_idle[q].eq(quad.idle & ~offered[q]), quad.hold.eq(cp.hold[q])]
+            # idle last cycle with nothing offered (so idle now: nothing entered) and nothing
+            # offered now: the copy's claim waits on a register, not on the quadrant's state
+            was_idle = Signal(name=f"tmem{q}_was_idle")
+            m.d.core += was_idle.eq(quad.idle & ~offered[q])
+            m.d.comb += [cp.tmem_idle[q].eq(was_idle & ~offered[q]), quad.hold.eq(cp.hold[q])]
             wiring.connect(m, cp.tmem[q], quad.copy)
         # the banks' port: the bank stage's, or the copy's reads while it holds them
         port, own = banks.port, cp.active

@@ -37,17 +37,22 @@ def checked_layout(p: Params) -> data.StructLayout:
 
 
 def _form_index(m, form, key, name: str):
-    """The distinct values ``key`` gives the wmma.load forms, sorted, and a signal: the index
-    of form ``form``'s among them, a few bits as a binary tree of constants on the form id
-    (no decode of every form fans out to what it picks). A form that is no wmma.load names the
-    first (what it picks is never read for one)."""
-    fids = range(2 ** len(form))
-    infos = [forms.info(f) if f < len(forms.FORMS) else None for f in fids]
-    values = sorted({key(inf) for inf in infos if inf is not None and inf.wmma})
+    """The distinct values ``key`` gives the forms, sorted, and a signal: the index of form
+    ``form``'s among them, a few bits as a binary tree of constants on the form id (no decode
+    of every form fans out to what it picks). ``key`` is called with each form's
+    :class:`~tensorlsu.hdl.pipeline.forms.FormInfo` (``None`` for an id that names none) and
+    may return ``None`` where what the index picks is never read (it names the first)."""
+    infos = [forms.info(f) if f < len(forms.FORMS) else None for f in range(2 ** len(form))]
+    keys = [key(inf) for inf in infos]
+    values = sorted({k for k in keys if k is not None})
     index = Signal(range(len(values)), name=name)
-    m.d.comb += index.eq(select([C(values.index(key(inf)) if inf is not None and inf.wmma else 0, len(index))
-                                 for inf in infos], form))
+    m.d.comb += index.eq(select([C(values.index(k) if k is not None else 0, len(index)) for k in keys], form))
     return values, index
+
+
+def _wmma(key):
+    """``key`` for the wmma.load forms; ``None`` (never read) for the others."""
+    return lambda inf: key(inf) if inf is not None and inf.wmma else None
 
 
 class CheckStage(wiring.Component):
@@ -135,17 +140,24 @@ class CheckStage(wiring.Component):
         misaligned, outside = [], []
         for i in range(p.lanes):
             a = ip.addr[i]
-            row = c.used[i] & ~c.wmma
-            misaligned.append(row & (a[:4] != 0))
+            misaligned.append(a[:4] != 0)
             # the smaller of two sizes, as two comparisons side by side (no minimum first)
-            outside.append(row & ((a[4:] >= self.smem_size[4:]) | (a[4:] >= (p.smem_bytes >> 4))))
-        m.d.comb += [nxt.rows_misaligned.eq(Cat(*misaligned).any()), nxt.rows_outside.eq(Cat(*outside).any())]
+            outside.append((a[4:] >= self.smem_size[4:]) | (a[4:] >= (p.smem_bytes >> 4)))
+        # every thread's verdicts ORed over each set of rows a form has (an ldmatrix /
+        # stmatrix's rows; none for the others), side by side, picked by the form's index
+        rowsets, rowset = _form_index(m, ip.form, lambda inf: inf.used(0) if inf is not None and not inf.wmma else 0,
+                                      "k_rowset")
+
+        def any_row(verdicts):
+            return select([Cat(*[verdicts[i] for i in range(p.lanes) if rows >> i & 1]).any() if rows else C(0, 1)
+                           for rows in rowsets], rowset)
+        m.d.comb += [nxt.rows_misaligned.eq(any_row(misaligned)), nxt.rows_outside.eq(any_row(outside))]
         self._wmma_k1(m, ip, nxt, sw)
         # the limit less a line, for either space (signed: it may go below zero); K2 subtracts
         # the address from the one in force. The limit less each line size the forms have is
         # subtracted beside the form's decode, and beside the comparison that clamps the
         # shared memory's size (each candidate is either clamped one), not after them
-        sizes, size_index = _form_index(m, ip.form, lambda inf: inf.line_bytes, "k_line_size")
+        sizes, size_index = _form_index(m, ip.form, _wmma(lambda inf: inf.line_bytes), "k_line_size")
         over = self.smem_size > p.smem_bytes
         less_shared = [Signal(signed(room_bits), name=f"k_room_shared_{n}") for n in sizes]
         m.d.comb += [r.eq(Mux(over, p.smem_bytes - n, Cat(self.smem_size, C(0, 1)).as_signed() - n))
@@ -189,10 +201,11 @@ class CheckStage(wiring.Component):
         # (:func:`_form_index`: no shifter or decode in front of them; K2 then has one
         # subtraction for the span); only a stride that fits sw bits is used
         full_bits = len(ip.stride) + 3
-        widths, width = _form_index(m, ip.form, lambda inf: inf.bits.bit_length() - 1, "k_stride_width")
-        spans, span = _form_index(m, ip.form, lambda inf: inf.bits.bit_length() + inf.lines.bit_length() - 2,
+        widths, width = _form_index(m, ip.form, _wmma(lambda inf: inf.bits.bit_length() - 1), "k_stride_width")
+        spans, span = _form_index(m, ip.form, _wmma(lambda inf: inf.bits.bit_length() + inf.lines.bit_length() - 2),
                                   "k_stride_span")
-        rules, rule_index = _form_index(m, ip.form, lambda inf: (inf.least, inf.stride_grain), "k_stride_rule")
+        rules, rule_index = _form_index(m, ip.form, _wmma(lambda inf: (inf.least, inf.stride_grain)),
+                                        "k_stride_rule")
         full = [((ip.stride << w) >> 3)[:full_bits] for w in widths]
         m.d.comb += [nxt.huge.eq(select([f[sw:].any() for f in full], width)),
                      nxt.stride_bytes.eq(select([f[:sw] for f in full], width)),
