@@ -246,6 +246,17 @@ class ResultStage(wiring.Component):
         end = self.entries.end
         m.d.sync += [self._hc.eq(Mux(end, cands[1][0], cands[0][0])),
                      *[copy.eq(Mux(end, cands[1][1], cands[0][1])) for copy in self._head_select]]
+        # the beat's flags after this cycle: the beat moves on (or back to 0 after the
+        # instruction's last) as a beat leaves; each comparison is made for both candidates and
+        # picked by the handshake at the register
+        beat, fire, last = self._beat, self._fire, self._last
+        for flag, field in ((self._at_pend, "pend"), (self._at_last, "lastbeat")):
+            def at(c, value):
+                return getattr(c, field) == value
+            stay = at(cands[0][0], beat)
+            moved = Mux(end, at(cands[1][0], beat + 1), at(cands[0][0], beat + 1))
+            restart = Mux(end, at(cands[1][0], 0), at(cands[0][0], 0))
+            m.d.sync += flag.eq(Mux(fire, Mux(last, restart, moved), stay))
         # the data bits are gated by registers, not by the head's multiplexers: whether the
         # head's beat carries data (a load not refused), and the copy's bus error
         m.d.sync += self._data_ok.eq(Mux(end, cands[1][2], cands[0][2]) & (self._inherited_next == Error.NONE))
@@ -303,7 +314,12 @@ class ResultStage(wiring.Component):
                 with m.Case(b):
                     m.d.comb += [h.eq(self._entries[b]), h_cycles.eq(self._cycles[b]), rest.eq(self._rest[b]),
                                  self._h_select2.eq(self._select2[b])]
-        beat = Signal(range(R + 1), name="e_beat")
+        self._beat = beat = Signal(range(R + 1), name="e_beat")
+        # whether ``beat`` is the head's pass's last (``pend``) and its instruction's last
+        # (``lastbeat``): registers, set from the next beat and the next head's copy, so the
+        # handshake waits on no comparison
+        self._at_pend = Signal(init=1, name="e_at_pend")
+        self._at_last = Signal(init=1, name="e_at_last")
         # the network reads one register: the form's table is looked up two beats ahead, and
         # the head's selects copied as the head moves on
         hc = self._hc
@@ -341,20 +357,21 @@ class ResultStage(wiring.Component):
                 # a refused load gives all its beats (a pass refused by the bus, its own), anything
                 # else one; a pass refused for an earlier one waits for its own reads to end
                 m.d.comb += [self.result.valid.eq((hc.err != Error.NONE) | hc.finished), res.error.eq(err),
-                             last.eq(beat == hc.lastbeat), res.regs.eq(Mux(hc.load, beat_regs, 0)),
-                             entry_end.eq(Mux(bus_pass, beat == hc.pend, last))]
+                             last.eq(self._at_last), res.regs.eq(Mux(hc.load, beat_regs, 0)),
+                             entry_end.eq(Mux(bus_pass, self._at_pend, last))]
             with m.Elif(hc.load):
                 # the bank-cycle count is final (and reported) on the last beat only
                 # the pass's last beat also waits for the bank stage to finish it (an h200
                 # wmma.load's cost may outlast its reads), so its cycle count is final
-                m.d.comb += [self.result.valid.eq(self._head_ready & (hc.finished | (beat != hc.pend))),
+                m.d.comb += [self.result.valid.eq(self._head_ready & (hc.finished | ~self._at_pend)),
                              res.regs.eq(beat_regs),
-                             res.cycles.eq(Mux(last, reported, 0)), last.eq(beat == hc.lastbeat),
-                             entry_end.eq(beat == hc.pend)]
+                             res.cycles.eq(Mux(last, reported, 0)), last.eq(self._at_last),
+                             entry_end.eq(self._at_pend)]
             with m.Else():
                 m.d.comb += [self.result.valid.eq(hc.finished), res.cycles.eq(reported),
                              last.eq(1), entry_end.eq(1)]
         m.d.comb += res.last.eq(last)
+        self._last = last
         self._fire = fire = Signal(name="e_fire")
         m.d.comb += fire.eq(self.result.valid & self.result.ready)
         with m.If(fire):
