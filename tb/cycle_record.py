@@ -13,8 +13,8 @@ gives equal stimulus).
 
 ``--compare`` compares two recordings field by field: every record's data, error and bank
 cycles must be equal (exit 1 if one is not); the accepted and done cycles may differ as the
-pipeline's depth does, and are summarised per stream (how many records' latency changed, and
-the latencies before and after).
+pipeline's depth does, and are summarised per stream (how many records' accepted or done cycle
+moved, how many records' latency changed, and the latencies before and after).
 """
 
 from __future__ import annotations
@@ -63,6 +63,17 @@ def _latencies(records: list) -> list[int]:
     return out
 
 
+def _times(records: list) -> list[tuple]:
+    """Each record's (accepted, done), a Tensor Memory job's per port record."""
+    out = []
+    for r in records:
+        if "ports" in r:
+            out += [(x["accepted"], x["done"]) for rs in r["ports"].values() for x in rs]
+        else:
+            out.append((r["accepted"], r["done"]))
+    return out
+
+
 def _fixed(r: dict):
     """What must not change: data, error and bank cycles (a job's data per port record)."""
     if "ports" in r:
@@ -77,7 +88,8 @@ def compare(before: dict, after: dict) -> int:
         print(f"streams differ: only before {sorted(set(before) - set(after))}, "
               f"only after {sorted(set(after) - set(before))}")
         bad = 1
-    print(f"{'stream':44} {'records':>7} {'differ':>6} {'latency changed':>15}  latency before -> after (min/mean/max)")
+    print(f"{'stream':44} {'records':>7} {'differ':>6} {'moved':>6} {'latency changed':>15}  "
+          "latency before -> after (min/mean/max)")
     for key in sorted(set(before) & set(after)):
         b, a = before[key], after[key]
         if len(b) != len(a):
@@ -87,10 +99,11 @@ def compare(before: dict, after: dict) -> int:
         differ = [k for k, (x, y) in enumerate(zip(b, a)) if _fixed(x) != _fixed(y)]
         lb, la = _latencies(b), _latencies(a)
         changed = sum(x != y for x, y in zip(lb, la))
+        moved = sum(x != y for x, y in zip(_times(b), _times(a)))
 
         def stats(v):
             return f"{min(v)}/{sum(v) / len(v):.1f}/{max(v)}" if v else "-"
-        print(f"{key:44} {len(b):>7} {len(differ):>6} {changed:>15}  {stats(lb)} -> {stats(la)}")
+        print(f"{key:44} {len(b):>7} {len(differ):>6} {moved:>6} {changed:>15}  {stats(lb)} -> {stats(la)}")
         for k in differ[:3]:
             print(f"    record {k}: before {_fixed(b[k])}, after {_fixed(a[k])}")
         bad |= bool(differ)
