@@ -113,6 +113,7 @@ def beat_select(inf: forms.FormInfo, r: int) -> dict:
 
 
 def _max_first() -> int:
+    """The furthest first block (from the instruction's) any load beat reads from."""
     return max(b for b, _, _ in _plan()[3].values())
 
 
