@@ -39,9 +39,12 @@ def entry_layout(p: Params) -> data.StructLayout:
 def head_copy_layout(p: Params) -> data.StructLayout:
     """What the head entry's copy keeps (registers: the beats' handshake and the lookups a beat
     ahead start from them): whether it is live, its error, whether a bus error refused it,
-    whether its pass is finished, its form, first block and the constants of its beats."""
+    whether its pass is finished, its form, first block and the constants of its beats; and
+    whether it is refused (its error is not ``NONE``: compared before the copy is picked, so
+    that the handshake reads a register's bit)."""
     c = consts_layout(p)
-    return data.StructLayout({"valid": 1, "err": Error, "bus_err": 1, "finished": 1, "form": unsigned(FORM_BITS),
+    return data.StructLayout({"valid": 1, "err": Error, "refused": 1, "bus_err": 1, "finished": 1,
+                              "form": unsigned(FORM_BITS),
                               "start": range(p.row_blocks), **{k: c[k].shape for k in ("load", "pend", "lastbeat")}})
 
 
@@ -242,6 +245,7 @@ class ResultStage(wiring.Component):
                                  c.form.eq(pass_.form), c.start.eq(start),
                                  *[getattr(c, f).eq(getattr(pass_.consts, f)) for f in ("load", "pend", "lastbeat")],
                                  gives.eq(pass_.consts.load & (pass_.err == Error.NONE))]
+            m.d.comb += c.refused.eq(c.err != Error.NONE)
             cands.append((c, sel, gives))
         end = self.entries.end
         m.d.sync += [self._hc.eq(Mux(end, cands[1][0], cands[0][0])),
@@ -259,7 +263,7 @@ class ResultStage(wiring.Component):
             m.d.sync += flag.eq(Mux(fire, Mux(last, restart, moved), stay))
         # the data bits are gated by registers, not by the head's multiplexers: whether the
         # head's beat carries data (a load not refused), and the copy's bus error
-        m.d.sync += self._data_ok.eq(Mux(end, cands[1][2], cands[0][2]) & (self._inherited_next == Error.NONE))
+        m.d.sync += self._data_ok.eq(Mux(end, cands[1][2], cands[0][2]) & ~self._inherited_any_next)
 
     def _progress(self, m, rowbuf):
         """The bank stage's progress: bank cycles, landed rows, written stores (with paired
@@ -330,7 +334,7 @@ class ResultStage(wiring.Component):
         after_select = m.submodules.after_select = ShuffleSelect(lanes=R, form_bits=FORM_BITS, blocks=NB)
         m.d.comb += [after_select.form.eq(hc.form), after_select.beat.eq(beat + 2), after_select.start.eq(hc.start)]
         need_after = self._beat_need(m, hc.form, beat + 2, "e_h_need_after")
-        m.d.comb += self.entries.reading.eq(Mux(hc.valid & (hc.err == Error.NONE), Cat(*[
+        m.d.comb += self.entries.reading.eq(Mux(hc.valid & ~hc.refused, Cat(*[
             Cat(*[rest[k] & is_at_mod(hc.start, k, pb, NB) for k in range(R // BLOCK)]).any()
             for pb in range(NB)]), 0))
         rest_next = self._next_rest(m, hc.form, beat)
@@ -347,16 +351,21 @@ class ResultStage(wiring.Component):
         # the error of an earlier pass of the head's instruction (a bus error): the later passes'
         # beats carry it too, so that the instruction's last beat gives its verdict
         inherited = Signal(Error, name="e_inherited")
+        # whether ``inherited`` is not ``NONE``: a register beside it, so that the handshake
+        # makes no comparison
+        inherited_any = Signal(name="e_inherited_any")
         err = Signal(Error, name="e_h_err")
-        m.d.comb += err.eq(Mux(hc.err != Error.NONE, hc.err, inherited))
+        m.d.comb += err.eq(Mux(hc.refused, hc.err, inherited))
+        err_any = Signal(name="e_h_err_any")
+        m.d.comb += err_any.eq(hc.refused | inherited_any)
         bus_pass = Signal(name="e_h_bus_pass")  # the head is one pass refused: its own beats only
-        m.d.comb += bus_pass.eq(hc.bus_err | (inherited != Error.NONE))
+        m.d.comb += bus_pass.eq(hc.bus_err | inherited_any)
         res = self.result.payload
         with m.If(hc.valid):
-            with m.If(err != Error.NONE):
+            with m.If(err_any):
                 # a refused load gives all its beats (a pass refused by the bus, its own), anything
                 # else one; a pass refused for an earlier one waits for its own reads to end
-                m.d.comb += [self.result.valid.eq((hc.err != Error.NONE) | hc.finished), res.error.eq(err),
+                m.d.comb += [self.result.valid.eq(hc.refused | hc.finished), res.error.eq(err),
                              last.eq(self._at_last), res.regs.eq(Mux(hc.load, beat_regs, 0)),
                              entry_end.eq(Mux(bus_pass, self._at_pend, last))]
             with m.Elif(hc.load):
@@ -388,19 +397,19 @@ class ResultStage(wiring.Component):
                                      self._select2_next[b].eq(after_select.select)]
             with m.If(entry_end):
                 m.d.comb += e_clr.bit_select(head, 1).eq(1)
-                m.d.sync += [carry.eq(carry + h_cycles), inherited.eq(err)]
+                m.d.sync += [carry.eq(carry + h_cycles), inherited.eq(err), inherited_any.eq(err_any)]
             with m.If(last):
-                m.d.sync += [beat.eq(0), carry.eq(0), inherited.eq(Error.NONE)]
+                m.d.sync += [beat.eq(0), carry.eq(0), inherited.eq(Error.NONE), inherited_any.eq(0)]
         self._ready_next(m, head, fire)
         self._data_ok = data_ok = Signal(name="e_data_ok")
         m.d.comb += res.data.eq(Mux(data_ok & ~hc.bus_err, shuf.out, 0))
-        self._inherited_next = inherited_next = Signal(Error, name="e_inherited_next")
-        m.d.comb += inherited_next.eq(inherited)
+        self._inherited_any_next = inherited_any_next = Signal(name="e_inherited_any_next")
+        m.d.comb += inherited_any_next.eq(inherited_any)
         with m.If(fire):
             with m.If(last):
-                m.d.comb += inherited_next.eq(Error.NONE)
+                m.d.comb += inherited_any_next.eq(0)
             with m.Elif(entry_end):
-                m.d.comb += inherited_next.eq(err)
+                m.d.comb += inherited_any_next.eq(err_any)
 
     def _ready_next(self, m, head, moves):
         """Whether the head's next beat has its slots in, for the next cycle (``head_ready``,
