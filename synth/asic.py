@@ -582,6 +582,87 @@ def area_by_kind(netlist: dict, areas: dict[str, float], ms: list[Macro], top: s
     return out
 
 
+#: how deep the area report names components (``fetch.rows``, ``tmem0.store``)
+COMPONENT_DEPTH = 2
+
+
+def component_path(name: str, depth: int) -> str:
+    """The first ``depth`` parts of a flattened register or macro name (``fetch.rows.lane3[0]_reg``
+    → ``fetch.rows`` at depth 2; Amaranth's ``$N`` suffixes dropped); a name of the module
+    itself → ``top``."""
+    name = name[len("dut."):] if name.startswith("dut.") else name
+    parts = [re.sub(r"\$\d+$", "", p) for p in name.split(".")[:-1]]
+    return ".".join(parts[:depth]) or "top"
+
+
+def area_by_component(netlist: dict, areas: dict[str, float], ms: list[Macro], top: str = "top",
+                      depth: int = 1) -> dict[str, dict]:
+    """Area (um^2) of logic, flip-flops and macros per component of ``top``
+    (:func:`component_path` at ``depth``; an instance of a module kept whole is a component of
+    its own, its parts below it), largest first.
+
+    A flip-flop or macro belongs to the component it is named after (:func:`name_registers`).
+    A logic cell belongs to the component of the nearest register, macro or kept instance whose
+    inputs it feeds (a breadth-first search backwards from every one of them at once; a cell
+    that feeds several goes to the first reached, so shared logic is counted once); logic that
+    feeds only the block's outputs is ``top``'s."""
+    macro_area = {m.name: m.area for m in ms}
+    mod = netlist["modules"][top]
+    cells = mod["cells"]
+    out: dict[str, dict] = {}
+
+    def add(comp, kind, area):
+        row = out.setdefault(comp, {"logic_um2": 0.0, "ff_um2": 0.0, "macro_um2": 0.0})
+        row[kind] += area
+    driver: dict[int, str] = {}
+    for cname, cell in cells.items():
+        for pin, bits in cell["connections"].items():
+            if cell["port_directions"].get(pin) == "output":
+                driver.update((b, cname) for b in bits if isinstance(b, int))
+    owner: dict[str, str] = {}
+    frontier = []
+    for cname, cell in cells.items():
+        t = cell["type"]
+        if t in macro_area:
+            owner[cname] = component_path(cname, depth)
+            add(owner[cname], "macro_um2", macro_area[t])
+        elif t.startswith("DFF") and t in areas:
+            owner[cname] = component_path(cname, depth)
+            add(owner[cname], "ff_um2", areas[t])
+        elif t not in areas and t in netlist["modules"]:
+            owner[cname] = cname
+            if depth > 1:
+                for sub, row in area_by_component(netlist, areas, ms, t, depth - 1).items():
+                    for k, v in row.items():
+                        add(f"{cname}.{sub}" if sub != "top" else cname, k, v)
+            else:
+                kinds = area_by_kind(netlist, areas, ms, t)
+                for k in ("logic_um2", "ff_um2", "macro_um2"):
+                    add(cname, k, kinds[k])
+        else:
+            continue
+        frontier.append(cname)
+    while frontier:
+        nxt = []
+        for cname in frontier:
+            cell = cells[cname]
+            for pin, bits in cell["connections"].items():
+                if cell["port_directions"].get(pin) != "input":
+                    continue
+                for b in bits:
+                    src = driver.get(b) if isinstance(b, int) else None
+                    if src is not None and src not in owner:
+                        owner[src] = owner[cname]
+                        nxt.append(src)
+        frontier = nxt
+    for cname, cell in cells.items():
+        t = cell["type"]
+        if t in areas and not t.startswith("DFF"):
+            add(owner.get(cname, "top"), "logic_um2", areas[t])
+    rows = {c: {k: round(v, 1) for k, v in row.items()} for c, row in out.items()}
+    return dict(sorted(rows.items(), key=lambda kv: -(kv[1]["logic_um2"] + kv[1]["ff_um2"])))
+
+
 def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, verilog: bool = False,
         keep: str | None = None, say=print) -> dict:
     """The flow on ``source``, a module named ``top`` with a ``clk`` port: Amaranth's RTLIL, or
@@ -621,6 +702,7 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
         buffers += buffer_fanout(netlist, module, macros=frozenset(m.name for m in ms))
         drivers += upsize_macro_drivers(netlist, {m.name for m in ms}, set(areas), module)
     write_verilog(netlist, work / "netlist.v")
+    components = area_by_component(netlist, areas, ms, depth=COMPONENT_DEPTH)
     yosys_s = round(time.perf_counter() - t0, 1)
     used = sorted({c["type"] for mod in design_modules(netlist) for c in netlist["modules"][mod]["cells"].values()}
                   & {m.name for m in ms})
@@ -648,7 +730,7 @@ def run(name: str, source: str, work: Path, period_ps: int = DEFAULT_PERIOD_PS, 
     worst = float(re.search(r"worst_slack (-?[\d.]+)", out).group(1))
     reg = paths.get("clk")
     res = {"block": name, "source": "Verilog" if verilog else "RTLIL", "period_ps": period_ps,
-           **area_by_kind(netlist, areas, ms),
+           **area_by_kind(netlist, areas, ms), "components": components,
            "fanout_buffers_added": buffers, "macro_drivers_upsized": drivers, "flops_upsized": upsized,
            "macro_kinds": used,
            "worst_slack_ps": worst,

@@ -375,7 +375,40 @@ def asic_markdown(rows) -> str:
                    f"{logic:,.0f} um^2 against {whole['macro_um2']:,.0f} um^2 of SRAM macros, "
                    f"a ratio of {logic / whole['macro_um2']:.2f} (goal: at most 0.25); "
                    f"{whole['fmax_mhz']} MHz with its ports (goal: {1e6 / period:,.0f}).\n")
-    return head + table + summary + _census_markdown(rows, period)
+    return head + table + summary + _components_markdown(rows) + _census_markdown(rows, period)
+
+
+def _components_markdown(rows, least_share: float = 0.01) -> str:
+    """Where each block's area goes: logic, flip-flops and macros per component (two levels of
+    names), those with at least ``least_share`` of the block's logic and flip-flops; the rest
+    summed."""
+    rows = [r for r in rows if r.get("components")]
+    if not rows:
+        return ""
+    out = ("\n## Area by component\n\n"
+           "A flip-flop or macro counts for the component it is named after; a logic cell for the "
+           "component of the nearest register or macro it feeds (so the logic between two stages counts "
+           "for the later one: the result shuffle for the result's outlet). Share: of the block's logic and "
+           "flip-flops.\n")
+    for r in rows:
+        own = r["logic_um2"] + r["ff_um2"]
+        out += (f"\n### {r['block']} ({r['policy']})\n\n| component | logic | flip-flops | SRAM macros | share |\n"
+                "|---|---|---|---|---|\n")
+        rest = {"logic_um2": 0.0, "ff_um2": 0.0, "macro_um2": 0.0}
+        small = 0
+        for name, c in r["components"].items():
+            mine = c["logic_um2"] + c["ff_um2"]
+            if own and mine < least_share * own and not c["macro_um2"]:
+                small += 1
+                for k in rest:
+                    rest[k] += c[k]
+                continue
+            out += (f"| {name} | {c['logic_um2']:,.0f} | {c['ff_um2']:,.0f} | {c['macro_um2']:,.0f} | "
+                    f"{mine / own if own else 0:.1%} |\n")
+        if small:
+            out += (f"| {small} others | {rest['logic_um2']:,.0f} | {rest['ff_um2']:,.0f} | "
+                    f"{rest['macro_um2']:,.0f} | {(rest['logic_um2'] + rest['ff_um2']) / own:.1%} |\n")
+    return out
 
 
 def _census_markdown(rows, period: int) -> str:

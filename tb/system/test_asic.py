@@ -323,3 +323,30 @@ def test_macro_inputs_get_the_strongest_drivers():
     assert asic.upsize_macro_drivers(netlist, {"fakeram7_sp_2048x32"}, lib) == 2
     assert [cells[k]["type"] for k in ("ao", "inv", "buf", "xor")] == [
         "AO21x2_ASAP7_75t_R", "INVx1_ASAP7_75t_R", "BUFx4f_ASAP7_75t_R", "XOR2xp5_ASAP7_75t_R"]
+
+
+def test_area_by_component_gives_logic_to_the_register_it_feeds():
+    """Two stages: ``a.x_reg`` → INV → AND → ``b.y_reg``, and a NAND that feeds both ``b.y_reg``
+    (at one gate) and ``a.z_reg`` (at two): each gate goes to the nearest register it feeds,
+    the flip-flops to the component they are named after; the sums equal the block's."""
+    areas = {"INVx2_ASAP7_75t_R": 1.0, "AND2x2_ASAP7_75t_R": 2.0, "NAND2x1_ASAP7_75t_R": 4.0,
+             "BUFx2_ASAP7_75t_R": 8.0, "DFFHQNx1_ASAP7_75t_R": 16.0}
+    gate = {"port_directions": {"A": "input", "B": "input", "Y": "output"}}
+    ff = {"type": "DFFHQNx1_ASAP7_75t_R", "port_directions": {"CLK": "input", "D": "input", "QN": "output"}}
+    cells = {
+        "a.x_reg": dict(ff, connections={"CLK": [1], "D": [9], "QN": [2]}),
+        "inv": dict(gate, type="INVx2_ASAP7_75t_R", connections={"A": [2], "Y": [3]}),
+        "nand": dict(gate, type="NAND2x1_ASAP7_75t_R", connections={"A": [2], "B": [2], "Y": [4]}),
+        "and": dict(gate, type="AND2x2_ASAP7_75t_R", connections={"A": [3], "B": [4], "Y": [5]}),
+        "b.y_reg": dict(ff, connections={"CLK": [1], "D": [5], "QN": [6]}),
+        "buf": dict(gate, type="BUFx2_ASAP7_75t_R", connections={"A": [4], "Y": [7]}),
+        "a.z_reg": dict(ff, connections={"CLK": [1], "D": [7], "QN": [8]}),
+    }
+    netlist = {"modules": {"top": {"ports": {}, "cells": cells, "netnames": {}}}}
+    got = asic.area_by_component(netlist, areas, [], depth=1)
+    assert got == {"b": {"logic_um2": 1.0 + 2.0 + 4.0, "ff_um2": 16.0, "macro_um2": 0.0},
+                   "a": {"logic_um2": 8.0, "ff_um2": 32.0, "macro_um2": 0.0}}
+    kinds = asic.area_by_kind(netlist, areas, [])
+    assert sum(c["logic_um2"] for c in got.values()) == kinds["logic_um2"]
+    assert asic.component_path("dut.fetch$3.rows.lane3[0]_reg", 2) == "fetch.rows"
+    assert asic.component_path("e_hc[0]_reg", 2) == "top"
