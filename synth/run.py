@@ -108,11 +108,14 @@ def asic_blocks(policy: str):
     ``DEEP_GLOBAL_PORT`` (not in the default run)."""
     full = Params(schedule=policy, smem_bytes=FULL_SMEM_BYTES)
     pick = ("scheduler", "crossbar", "decompress", "pair", "shuffle", "store_shuffle", "fetch", "fetch_deep",
-            "tmem_quadrant", "copy")
+            "tmem_quadrant", "tmem_quadrant_1bank", "copy")
     found = {k: v for k, v in blocks(policy).items() if k in pick}
     found["unit"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0))
     found["unit_deep"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0, **DEEP_GLOBAL_PORT))
     found["unit_tmem"] = found["unit_tmem_rtlil"] = lambda: LoadStoreUnit(full)
+    # the area build: each quadrant one two-ported bank (the 32-lane forms at full rate, the
+    # 16-lane ones at half: docs/ARCHITECTURE.md)
+    found["unit_tmem_area"] = lambda: LoadStoreUnit(replace(full, tmem_banks=1))
     return found
 
 
@@ -120,7 +123,8 @@ def asic_blocks(policy: str):
 #: scheduling the work
 ASIC_BLOCKS = {"scheduler": 20, "crossbar": 20, "decompress": 10, "shuffle": 60, "store_shuffle": 30,
                "fetch": 90, "tmem_quadrant": 140, "copy": 60, "unit": 240, "unit_tmem": 800}
-ASIC_MORE = {"unit_tmem_rtlil": 750, "fetch_deep": 600, "unit_deep": 900, "pair": 30}
+ASIC_MORE = {"unit_tmem_area": 800, "tmem_quadrant_1bank": 140, "unit_tmem_rtlil": 750, "fetch_deep": 600,
+             "unit_deep": 900, "pair": 30}
 
 
 class Registered(Elaboratable):
@@ -321,7 +325,7 @@ def asic_synth(name: str, policy: str, period_ps: int, say=print) -> dict:
     dut = asic_blocks(policy)[name]()
     # the quadrants stay modules of their own (ABC maps one at a time)
     keep = "top.tmem?" if name.startswith("unit_tmem") else None
-    if name == "unit_tmem":
+    if name in ("unit_tmem", "unit_tmem_area"):
         row = asic.run(name, verilog_text(dut, "top"), work, period_ps, verilog=True, keep=keep, say=say)
     else:
         if not name.startswith("unit"):
@@ -367,14 +371,15 @@ def asic_markdown(rows) -> str:
                   f"{r['macro_um2']:,.0f} | {r['total_um2']:,.0f} | {r['ffs']:,}{upsized} | {r['macros']}"
                   f"{f' ({kinds})' if kinds else ''} | {r['reg2reg_fmax_mhz']} | {r['fmax_mhz']} | "
                   f"{_fmt_path(r['paths'].get('clk'))} | {_fmt_path(worst_port)} |\n")
-    whole = next((r for r in rows if r["block"] == "unit_tmem" and "error" not in r), None)
     summary = ""
-    if whole:
-        logic = whole["logic_um2"] + whole["ff_um2"]
-        summary = (f"\nThe whole unit (shared path, global port, four quadrants): logic and flip-flops "
-                   f"{logic:,.0f} um^2 against {whole['macro_um2']:,.0f} um^2 of SRAM macros, "
-                   f"a ratio of {logic / whole['macro_um2']:.2f} (goal: at most 0.25); "
-                   f"{whole['fmax_mhz']} MHz with its ports (goal: {1e6 / period:,.0f}).\n")
+    for build, what in (("unit_tmem", "the fast build: two banks a quadrant"),
+                        ("unit_tmem_area", "the area build: one two-ported bank a quadrant, the 16-lane forms at half rate")):
+        for whole in (r for r in rows if r["block"] == build and "error" not in r):
+            logic = whole["logic_um2"] + whole["ff_um2"]
+            summary += (f"\nThe whole unit, {what} ({whole['policy']}; shared path, global port, four quadrants, "
+                        f"the copy stage): logic and flip-flops {logic:,.0f} um^2 against {whole['macro_um2']:,.0f} "
+                        f"um^2 of SRAM macros, a ratio of {logic / whole['macro_um2']:.2f} (goal: at most 0.25); "
+                        f"{whole['fmax_mhz']} MHz with its ports (goal: {1e6 / period:,.0f}).\n")
     return head + table + summary + _components_markdown(rows) + _census_markdown(rows, period)
 
 

@@ -40,8 +40,8 @@ def head_copy_layout(p: Params) -> data.StructLayout:
     """What the head entry's copy keeps (registers: the beats' handshake and the lookups a beat
     ahead start from them): whether it is live, its error, whether a bus error refused it,
     whether its pass is finished, its form, first block and the constants of its beats; and
-    whether it is refused (its error is not ``NONE``: compared before the copy is picked, so
-    that the handshake reads a register's bit)."""
+    whether it is refused (its error is not ``NONE``: decided with each source of the error, so
+    that the handshake reads a register's bit and a late bus error compares nothing)."""
     c = consts_layout(p)
     return data.StructLayout({"valid": 1, "err": Error, "refused": 1, "bus_err": 1, "finished": 1,
                               "form": unsigned(FORM_BITS),
@@ -224,6 +224,7 @@ class ResultStage(wiring.Component):
                 for b in range(p.entries):
                     with m.Case(b):
                         m.d.comb += [sel.eq(self._select_kept[b]), c.valid.eq(valid[b]), c.err.eq(e[b].err),
+                                     c.refused.eq(e[b].err != Error.NONE),
                                      c.bus_err.eq(self._bus_err[b]), c.finished.eq(self._finished[b]),
                                      *[getattr(c, f).eq(getattr(e[b], f))
                                        for f in ("form", "start", "load", "pend", "lastbeat")],
@@ -237,15 +238,15 @@ class ResultStage(wiring.Component):
                 with m.If(finished & (buf == at_)):
                     m.d.comb += c.finished.eq(1)
             with m.If(pr.finished & (pr.error != Error.NONE) & (pr.buf == at_)):
-                m.d.comb += [c.err.eq(pr.error), c.bus_err.eq(1)]
+                m.d.comb += [c.err.eq(pr.error), c.refused.eq(1), c.bus_err.eq(1)]
             # a free entry takes the offered pass's copy (as it takes its fields), valid if taken
             for took, at, pass_, start in takes:
                 with m.If(~valid.bit_select(at_, 1) & (at == at_)):
-                    m.d.comb += [c.valid.eq(took), c.err.eq(pass_.err), c.bus_err.eq(0), c.finished.eq(0),
+                    m.d.comb += [c.valid.eq(took), c.err.eq(pass_.err), c.refused.eq(pass_.err != Error.NONE),
+                                 c.bus_err.eq(0), c.finished.eq(0),
                                  c.form.eq(pass_.form), c.start.eq(start),
                                  *[getattr(c, f).eq(getattr(pass_.consts, f)) for f in ("load", "pend", "lastbeat")],
                                  gives.eq(pass_.consts.load & (pass_.err == Error.NONE))]
-            m.d.comb += c.refused.eq(c.err != Error.NONE)
             cands.append((c, sel, gives))
         end = self.entries.end
         m.d.sync += [self._hc.eq(Mux(end, cands[1][0], cands[0][0])),
