@@ -145,7 +145,7 @@ class LoadStoreUnit(wiring.Component):
     cp_instr, cp_result : In / Out(stream.Signature(...))
         tcgen05.cp: the form, source format, descriptor and taddr in; one beat per copy out,
         after its last write, with its error (:class:`~tensorlsu.hdl.copy.stage.CopyStage`);
-        present with Tensor Memory of two banks a quadrant (``params.copy_port``).
+        present with Tensor Memory (``params.copy_port``).
     """
 
     def __init__(self, params: Params | None = None, **kwargs):

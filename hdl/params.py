@@ -89,7 +89,7 @@ class Params:
         32 lanes; 0 builds the unit without Tensor Memory (the shared-memory path alone).
     tmem_banks : int
         Banks of each quadrant's memory: 2 (by column parity, four column accesses a step) or 1
-        (two a step: half the rate of the 16-lane forms, about half the logic).
+        (two a step: half the rate of the 16-lane forms and of tcgen05.cp, less logic).
     axi_data_bits : int
         Data width of the global-memory AXI4 read port: 512 (one 64-byte line a beat), 256 or
         128.
@@ -167,7 +167,7 @@ class Params:
             raise ValueError(f"the tcgen05.cp port reads a step's {COPY_LINE_BYTES // ROW_BYTES} chunks of "
                              f"{ROW_BYTES} bytes from {COPY_LINE_BYTES // ROW_BYTES} bank quads at once: it needs "
                              f"banks * bank_bytes = {COPY_LINE_BYTES}, not {self.line_bytes} (build with "
-                             "tmem_columns=0 or tmem_banks=1 for no copy port)")
+                             "tmem_columns=0 for no copy port)")
         if self.axi_data_bits not in (128, 256, 512):
             raise ValueError(f"axi_data_bits must be 128, 256 or 512, not {self.axi_data_bits!r}")
         for name, most in (("axi_outstanding", 64), ("axi_burst", 16)):
@@ -195,9 +195,9 @@ class Params:
 
     @property
     def copy_port(self) -> bool:
-        """The unit has the tcgen05.cp port: Tensor Memory of two banks a quadrant (a copy step
-        writes four columns, one per port of the two banks)."""
-        return self.tmem is not None and self.tmem_banks == 2
+        """The unit has the tcgen05.cp port: it has Tensor Memory (a copy step writes four
+        columns of a quadrant, one per port of its two banks; with one bank, two a cycle)."""
+        return self.tmem is not None
 
     @property
     def axi_id_bits(self) -> int:

@@ -27,7 +27,7 @@ from tensorlsu.hdl.params import Params, TmemParams
     ({"axi_contexts": 64}, "axi_contexts must be a power of two from 2 to 32, not 64"),
     ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
     ({"banks": 16}, "the tcgen05.cp port reads a step's 8 chunks of 16 bytes from 8 bank quads at once: it needs "
-                    "banks * bank_bytes = 128, not 64 (build with tmem_columns=0 or tmem_banks=1 for no copy port)"),
+                    "banks * bank_bytes = 128, not 64 (build with tmem_columns=0 for no copy port)"),
 ])
 def test_parameters_are_validated(kwargs, message):
     with pytest.raises(ValueError) as e:

@@ -10,7 +10,8 @@ from ..codes import Error
 from ..params import ROW_BITS, TMEM_LANES, TMEM_QUADRANTS, Params
 from ..smem.banks import BankPortSignature, SharedBanks
 from ..smem.decompress import Decompressor
-from ..tmem.records import tmem_copy_signature
+from ..tmem.plan import PORTS_PER_BANK
+from ..tmem.records import COPY_COLUMNS, tmem_copy_signature
 from .check import ADDR_BITS, CopyCheck
 from .placement import CopyPlacement
 from .records import FORMS, SLOTS, cp_instr_layout, cp_result_layout, form_lanes
@@ -33,7 +34,9 @@ class CopyStage(wiring.Component):
     columns of eight lanes a step (one lane a quadrant for a .4x256b). A result beat follows
     the last write; a refused copy gives one beat with its error and touches nothing.
 
-    Rate: a step a cycle: 128 bytes a clock, a .128x256b (4 KiB) in 32 steps. Up to
+    Rate: a step a cycle: 128 bytes a clock, a .128x256b (4 KiB) in 32 steps; with quadrants of
+    one bank (``TmemParams.banks``: two ports, two columns a cycle) a step every two cycles, the
+    same step offered twice, a half of its columns each (64 bytes a clock). Up to
     :data:`CHECKED` copies are taken and checked while one is walked (the check is a
     pipeline), and a copy's first step follows the last step of the one before.
 
@@ -81,16 +84,17 @@ class CopyStage(wiring.Component):
         Per quadrant, a step's write (:func:`~tensorlsu.hdl.copy.records.tmem_copy_layout`),
         taken in the cycle it is offered (the quadrant is held: nothing else writes it).
 
-    A step writes four columns of a quadrant at once, one per port of its two banks: the
-    Tensor Memory must have two banks a quadrant (``TmemParams.banks``).
+    A step writes four columns of a quadrant, one per port of its two banks (with one bank,
+    two a cycle: ``half`` says which).
     """
+
+    def phases(self) -> int:
+        """Cycles a step's write takes: its columns over a quadrant's ports."""
+        return COPY_COLUMNS // (PORTS_PER_BANK * self.params.tmem.banks)
 
     def __init__(self, params: Params):
         if params.tmem is None:
             raise ValueError("tcgen05.cp needs Tensor Memory (tmem_columns > 0)")
-        if params.tmem.banks != 2:
-            raise ValueError("tcgen05.cp writes four columns a step: it needs two Tensor Memory banks a "
-                             f"quadrant, not {params.tmem.banks}")
         self.params = p = params
         super().__init__({
             "instr": In(stream.Signature(cp_instr_layout())),
@@ -169,15 +173,21 @@ class CopyStage(wiring.Component):
                          ctx.targets.eq(head.targets)]
         with m.If(refuse):
             m.d.sync += refusal.eq(head.error)
+        # a step is read in one cycle and written in ``phases``: the walk moves on after its
+        # last (with one phase, every cycle); each phase reads the step again
+        phases = self.phases()
+        phase = Signal(range(phases), name="c_phase")
+        at_end = Signal(name="c_phase_end")
+        m.d.comb += at_end.eq(phase == phases - 1)
+        with m.If(walk.valid):
+            m.d.sync += phase.eq(Mux(at_end, 0, phase + 1))
         m.d.comb += [walk.start.eq(claim), walk.form.eq(head.form), walk.addr.eq(head.start),
                      walk.lbo.eq(head.lbo), walk.sbo.eq(head.sbo), walk.base_offset.eq(head.base_offset),
-                     walk.swizzle_log.eq(head.swizzle_log),
-                     # a step is read in one cycle: the walk moves on every cycle
-                     walk.advance.eq(1)]
+                     walk.swizzle_log.eq(head.swizzle_log), walk.advance.eq(at_end)]
 
         # -- a step's reads, registered, then on the banks -------------------------------------
         # what a step's write needs, decided as it is walked: the columns, quadrants and lanes
-        info = data.StructLayout({"valid": 1, "last": 1, "fmt": unsigned(len(head.fmt)),
+        info = data.StructLayout({"valid": 1, "last": 1, "half": 1, "fmt": unsigned(len(head.fmt)),
                                   "col": unsigned((p.tmem.columns - 1).bit_length()),
                                   "quads": unsigned(TMEM_QUADRANTS), "lanes": unsigned(TMEM_LANES), "four": 1})
         step = walk.step
@@ -185,7 +195,8 @@ class CopyStage(wiring.Component):
         now = Signal(info, name="c_step")
         m.d.comb += [place.form.eq(ctx.form), place.taddr.eq(ctx.taddr), place.group.eq(step.group),
                      place.chunk.eq(step.chunk),
-                     now.valid.eq(walk.valid), now.last.eq(step.last), now.fmt.eq(ctx.fmt), now.col.eq(place.col),
+                     now.valid.eq(walk.valid), now.last.eq(step.last & at_end), now.half.eq(phase),
+                     now.fmt.eq(ctx.fmt), now.col.eq(place.col),
                      now.quads.eq(place.quads), now.lanes.eq(place.lanes), now.four.eq(place.four)]
         # the step on the banks: per slot whether it reads, its quad and its line (the quad's
         # one-hot is decoded after the register: the walk's adder and swizzle fill this cycle)
@@ -236,7 +247,7 @@ class CopyStage(wiring.Component):
         for q in range(TMEM_QUADRANTS):
             port = self.tmem[q]
             m.d.comb += [port.valid.eq(write.valid & write.quads[q]), port.payload.col.eq(write.col),
-                         port.payload.lanes.eq(write.lanes)]
+                         port.payload.lanes.eq(write.lanes), port.payload.half.eq(write.half)]
             for k in range(SLOTS):
                 # lane 8a + k takes slot k; a .4x256b's quadrant takes its one row in every slot
                 m.d.comb += port.payload.rows[k].eq(Mux(write.four, wide[q], wide[k]))

@@ -94,7 +94,7 @@ class TmemQuadrant(wiring.Component):
     copy : In(tmem_copy_signature(columns))
         A tcgen05.cp step's write (:class:`~tensorlsu.hdl.copy.stage.CopyStage`): four columns
         from ``col``, taken in the cycle it is offered and written the next, through both ports
-        of both banks (with one bank, the copy is not offered).
+        of both banks (with one bank, two columns a cycle: its ``half``).
     hold : In(1)
         A copy holds the quadrant: no instruction, fill or dump is taken.
     """
@@ -173,14 +173,11 @@ class TmemQuadrant(wiring.Component):
         for b in range(p.banks):
             for g in range(ports):
                 m.d.comb += banks.addr[b][g].eq(row_of(p.banks, pick(p.banks, b, g, list(steps.addr), parity[g])))
-        # with one bank a quadrant takes no copy (its four columns a step need both banks'
-        # ports): the port is there, unused, and builds nothing. The copy's write goes through
-        # the store's write registers (W), so the memory's inputs come from registers alone
-        # (written a cycle after it is offered: fill and dump wait for it, and no instruction
-        # reaches the memory that soon)
-        cp_valid = Signal(name="copy_valid")
-        m.d.sync += cp_valid.eq(self.copy.valid)
-        copying = cp_valid if p.banks == 2 else Const(0)
+        # the copy's write goes through the store's write registers (W), so the memory's inputs
+        # come from registers alone (written a cycle after it is offered: fill and dump wait for
+        # it, and no instruction reaches the memory that soon)
+        copying = Signal(name="copy_valid")
+        m.d.sync += copying.eq(self.copy.valid)
         m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store | copying),
                      banks.busy.eq(busy | self.hold | decode.busy | copying)]
 
@@ -195,16 +192,23 @@ class TmemQuadrant(wiring.Component):
                      store.var.eq(steps.var), store.first_var.eq(check.first.var), store.advance.eq(steps.advance),
                      store.on.eq(steps.on), store.wide.eq(wide),
                      store.lane_off.eq(lane_off), store.parity.eq(parity),
-                     store.copy.eq(self.copy.valid if p.banks == 2 else 0)]
+                     store.copy.eq(self.copy.valid)]
         cp = self.copy.payload
         for b in range(p.banks):
             for g in range(ports):
                 m.d.comb += [load.rdata[b][g].eq(banks.rdata[b][g]), store.addr[b][g].eq(banks.addr[b][g])]
                 # a copy's column j = 2g + b goes to port g of bank b (its four columns start
-                # at a multiple of 4: two even, two odd); lane l takes row l mod 8
-                j = PORTS_PER_BANK * g + b
-                copy_word = Cat(*[cp.rows[lane % COPY_ROWS][32 * j:32 * j + 32] for lane in range(LANES)])
-                m.d.comb += [store.copy_addr[b][g].eq(row_of(p.banks, cp.col + j)), store.copy_data[b][g].eq(copy_word),
+                # at a multiple of 4: two even, two odd); one bank: j = g + 2 half (a half a
+                # cycle). Lane l takes row l mod 8
+                def word(j):
+                    return Cat(*[cp.rows[lane % COPY_ROWS][32 * j:32 * j + 32] for lane in range(LANES)])
+                if p.banks == 2:
+                    j = PORTS_PER_BANK * g + b
+                    copy_col, copy_word = cp.col + j, word(j)
+                else:
+                    copy_col = Cat(Const(g, 1), cp.half, cp.col[2:])
+                    copy_word = Mux(cp.half, word(PORTS_PER_BANK + g), word(g))
+                m.d.comb += [store.copy_addr[b][g].eq(row_of(p.banks, copy_col)), store.copy_data[b][g].eq(copy_word),
                              store.copy_en[b][g].eq(cp.lanes),
                              banks.w_addr[b][g].eq(store.w_addr[b][g]), banks.w_data[b][g].eq(store.w_data[b][g]),
                              banks.w_en[b][g].eq(store.w_en[b][g])]

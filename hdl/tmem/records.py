@@ -20,7 +20,7 @@ from .plan import MAX_REGS, NUMS, SHAPES
 
 __all__ = ["LANES", "QUADRANTS", "CANONICAL_NAN", "MAX_REGS", "RedType", "Kind",
            "BEAT_REGS", "beat_layout", "store_beats", "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields",
-           "COPY_ROWS", "tmem_copy_layout", "tmem_copy_signature"]
+           "COPY_ROWS", "COPY_COLUMNS", "tmem_copy_layout", "tmem_copy_signature"]
 
 #: The NaN a reduction returns when it returns one (docs/ARCHITECTURE.md).
 CANONICAL_NAN = 0x7FFFFFFF
@@ -61,13 +61,19 @@ COPY_ROWS = 8
 _COPY_ROW_BITS = 128
 
 
+#: Columns one tcgen05.cp step writes into a quadrant.
+COPY_COLUMNS = 4
+
+
 def tmem_copy_layout(columns: int) -> data.StructLayout:
     """A tcgen05.cp step's write into one quadrant: four columns from ``col`` (a multiple of
     4), each lane ``l`` of ``lanes`` taking bytes ``4j … 4j+3`` of row ``rows[l mod 8]`` into
-    column ``col + j``."""
+    column ``col + j``. A quadrant of one bank (two ports) writes a step in two halves, the
+    same step offered twice: ``half`` 0 writes columns ``col``, ``col + 1``; 1 the other two
+    (with two banks ``half`` is 0 and all four are written at once)."""
     return data.StructLayout({"col": unsigned((columns - 1).bit_length()),
                               "rows": data.ArrayLayout(unsigned(_COPY_ROW_BITS), COPY_ROWS),
-                              "lanes": unsigned(LANES)})
+                              "lanes": unsigned(LANES), "half": 1})
 
 
 def tmem_copy_signature(columns: int) -> wiring.Signature:

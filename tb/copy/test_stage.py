@@ -1,7 +1,8 @@
 """CopyStage alone (Amaranth's simulator), with shared memory and Tensor Memory modelled in the
 bench: every record of tb/data/sm100_cp.jsonl (expectations from CUTLASS's layouts, tb/cute.py)
 gives the expected Tensor Memory image or refusal; the rate is a step a cycle when a step's
-chunks lie in eight quads. The banks' model gives a read's row ``SharedBanks.READ_LATENCY``
+chunks lie in eight quads (quadrants of one bank: a step every two cycles, its columns in two
+halves). The banks' model gives a read's row ``SharedBanks.READ_LATENCY``
 cycles after the read (their port contract), and nothing at any other cycle."""
 
 import json
@@ -25,10 +26,15 @@ CODES = {"descriptor": Error.DESCRIPTOR, "swizzle row": Error.MISALIGNED, "reach
 COLS = 32
 
 
-def _run(records, stall=0.0, seed=0):
+def _written(banks, half):
+    """The columns of a step (from its first) one write of the stage carries."""
+    return range(4) if banks == 2 else range(2 * half, 2 * half + 2)
+
+
+def _run(records, stall=0.0, seed=0, banks=2):
     """Each record through the stage; per record (error, image, cycles from the copy's
     acceptance to the cycle after its result beat)."""
-    dut = CopyStage(Params(smem_bytes=MAX_SMEM_BYTES, tmem_columns=COLS))
+    dut = CopyStage(Params(smem_bytes=MAX_SMEM_BYTES, tmem_columns=COLS, tmem_banks=banks))
     rng = np.random.default_rng(seed)
     out = []
 
@@ -59,7 +65,7 @@ def _run(records, stall=0.0, seed=0):
                         assert ctx.get(dut.hold) >> q & 1, "a write into a quadrant the copy does not hold"
                         col, lanes = ctx.get(port.payload.col), ctx.get(port.payload.lanes)
                         rows = [ctx.get(port.payload.rows[k]) for k in range(8)]
-                        for j in range(4):
+                        for j in _written(banks, ctx.get(port.payload.half)):
                             for lane in range(32):
                                 if lanes >> lane & 1:
                                     image[32 * q + lane, col + j] = rows[lane % 8] >> (32 * j) & 0xFFFFFFFF
@@ -94,10 +100,10 @@ def _expected(rec):
     return Error.NONE, want.view("<u4").reshape(128, COLS)
 
 
-@pytest.mark.parametrize("part", range(4))
-def test_every_record(part):
+@pytest.mark.parametrize("part,banks", [(0, 2), (1, 2), (2, 2), (3, 2), (0, 1), (1, 1), (2, 1), (3, 1)])
+def test_every_record(part, banks):
     recs = RECORDS[part::4]
-    for rec, (error, image, _) in zip(recs, _run(recs, stall=0.2, seed=part)):
+    for rec, (error, image, _) in zip(recs, _run(recs, stall=0.2, seed=part, banks=banks)):
         code, want = _expected(rec)
         assert error == code, (rec["instr"], rec["expect"].get("error"))
         if want is not None:
@@ -116,12 +122,15 @@ def test_a_step_a_cycle():
                and (r.get("desc", 0) >> 61) == 2)
     [(error, _, cycles)] = _run([rec])
     assert error == Error.NONE and cycles == 1 + CopyCheck.LATENCY + 1 + 32 + 1 + SharedBanks.READ_LATENCY + 1 + 1
+    # one bank a quadrant: each step twice, its last half's write and beat as before
+    [(error, _, cycles)] = _run([rec], banks=1)
+    assert error == Error.NONE and cycles == 1 + CopyCheck.LATENCY + 1 + 64 + 1 + SharedBanks.READ_LATENCY + 1 + 1
 
 
-def _burst(records, backpressure=0.0, seed=0):
+def _burst(records, backpressure=0.0, seed=0, banks=2):
     """The records offered back to back (shared memory: the first record's); per result beat
     its error and cycle."""
-    dut = CopyStage(Params(smem_bytes=MAX_SMEM_BYTES, tmem_columns=COLS))
+    dut = CopyStage(Params(smem_bytes=MAX_SMEM_BYTES, tmem_columns=COLS, tmem_banks=banks))
     rng = np.random.default_rng(seed)
     smem = np.frombuffer(bytes.fromhex(records[0]["smem"]), np.uint8)
     beats = []
@@ -165,6 +174,9 @@ def test_copies_back_to_back_at_a_step_a_cycle():
     beats = _burst([rec] * 4)
     assert [e for e, _ in beats] == [Error.NONE] * 4
     assert [b - a for (_, a), (_, b) in zip(beats, beats[1:])] == [32, 32, 32]
+    # one bank a quadrant: 64 bytes a clock
+    beats = _burst([rec] * 4, banks=1)
+    assert [b - a for (_, a), (_, b) in zip(beats, beats[1:])] == [64, 64, 64]
 
 
 def test_refusals_answer_in_order_under_back_pressure():
@@ -185,3 +197,5 @@ def test_short_copies_back_to_back_at_a_step_a_cycle():
     beats = _burst([rec] * 8)
     assert [e for e, _ in beats] == [Error.NONE] * 8
     assert [b - a for (_, a), (_, b) in zip(beats, beats[1:])] == [2] * 7
+    beats = _burst([rec] * 8, banks=1)
+    assert [b - a for (_, a), (_, b) in zip(beats, beats[1:])] == [4] * 7

@@ -61,14 +61,14 @@ def test_tcgen05_cp_records_through_rtl(sim, capsys, tmp_path):
     assert f"{n} records, {n} passed, 0 failed" in out and n >= 20
 
 
-def _random_jobs(seed: int, per_port: int):
+def _random_jobs(seed: int, per_port: int, cols: int = COLS):
     """Jobs of four warps at once: per quadrant a random run of loads and stores (stores
     followed by loads of the same columns), with the whole image compared after each job;
     a reset between two jobs."""
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
-    tm = nrng.integers(0, 1 << 32, size=(128, COLS), dtype=np.uint64).astype(np.uint32)
+    tm = nrng.integers(0, 1 << 32, size=(128, cols), dtype=np.uint64).astype(np.uint32)
     for v in (0x7FC00001, 0x80000000, 0xFF800000, 0x7F800000):     # NaN, -0.0, ±inf
-        tm[rng.randrange(128), rng.randrange(COLS)] = v
+        tm[rng.randrange(128), rng.randrange(cols)] = v
     jobs, expect = [], []
     for j in range(2):
         job = {"tmem_image": {str(q): quadrant_image(tm, q) for q in range(4)}, "tmem": {},
@@ -84,16 +84,16 @@ def _random_jobs(seed: int, per_port: int):
                     text = ins_s.form.replace("tcgen05.st", "tcgen05.ld").replace("unpack::16b", "pack::16b")
                     ins = ptx.parse(text, "sm_103a")
                 else:
-                    ins, taddr, warp, split = random_case(rng, q, COLS)
+                    ins, taddr, warp, split = random_case(rng, q, cols)
                 regs = nrng.integers(0, 1 << 32, size=(32, ins.nregs), dtype=np.uint64).astype(np.uint32)
                 instrs.append(tmem_instr_job(ins, taddr, warp, split, regs))
                 try:
                     if ins.op == "tcgen05.st":
-                        tm = model.tcgen05_st(ins, tm, taddr, warp, regs, split, cols=COLS)
+                        tm = model.tcgen05_st(ins, tm, taddr, warp, regs, split, cols=cols)
                         outs.append((ins, {}))
                         prev_store = (ins, taddr, warp, split)
                     else:
-                        r, red = model.tcgen05_ld(ins, tm, taddr, warp, split, cols=COLS)
+                        r, red = model.tcgen05_ld(ins, tm, taddr, warp, split, cols=cols)
                         outs.append((ins, {"regs": r.tolist()} | ({"redval": red.tolist()} if red is not None else {})))
                 except model.ModelError as e:
                     outs.append((ins, {"refused": str(e)}))
@@ -113,6 +113,11 @@ def test_four_warps_at_once_against_the_model(sim):
     n = 24 if sim == "icarus" else 40
     jobs, expect = _random_jobs(5 + len(sim), n)
     results, _ = run_jobs(jobs, sim=sim, tmem_columns=COLS, seed=3, idle=0.25, backpressure=0.25)
+    _check_random_jobs(results, expect, n)
+
+
+def _check_random_jobs(results, expect, n, cols=COLS):
+    """Every result of :func:`_random_jobs` and the images after each job equal the model's."""
     counts = {"ok": 0, "refused": 0, "red": 0, "store": 0}
     for j, (res, (want, image)) in enumerate(zip(results, expect)):
         for q in range(4):
@@ -132,7 +137,7 @@ def test_four_warps_at_once_against_the_model(sim):
                     assert out["regs"] == w["regs"], f"{where}: registers differ"
                 if "redval" in w:
                     assert out["redval"] == w["redval"], f"{where}: redval differs"
-        got = tmem_from_dumps(res["tmem_dump"], COLS)
+        got = tmem_from_dumps(res["tmem_dump"], cols)
         bad = np.argwhere(got != image)
         assert not len(bad), f"job {j}: Tensor Memory differs first at lane, column {bad[0].tolist()}"
     assert counts["ok"] >= 4 * n and counts["refused"] >= 4 and counts["store"] >= 10 and counts["red"] >= 3, counts
@@ -202,3 +207,23 @@ def test_tcgen05_cp_ordering():
     out = tmem_outcome(ld, got["tmem"]["0"][0])
     want, _ = model.tcgen05_ld(ld, copied, lane_col, 0, cols=cols)
     assert np.array_equal(np.array(out["regs"], np.uint32), want)
+
+
+def test_one_bank_quadrants_against_the_model():
+    """The area build (``tmem_banks=1``: one two-ported bank a quadrant, tcgen05.cp at half
+    rate) through the whole unit on Verilator: every copy record gives CUTLASS's image or its
+    refusal, and random four-warp loads and stores with idle cycles and back-pressure equal the
+    model's, results and images."""
+    cols = 32                   # the copy records' allocation
+    recs = [r for r in _cp_records() if r.raw["tmem_cols"] == cols]
+    n = 40
+    jobs, expect = _random_jobs(11, n, cols)
+    backend = RtlBackend()
+    results, _ = run_jobs([backend.cp_job(r) for r in recs] + jobs, sim="verilator", tmem_columns=cols, idle=0.2,
+                          backpressure=0.2, seed=7, params={"tmem_banks": 1})
+    for rec, res in zip(recs, results):
+        want = _cp_expect(rec)
+        assert want is not None and res["error"] == 0, rec.raw["instr"]
+        assert np.array_equal(tmem_from_dumps(res["tmem_dump"], cols), want), rec.raw["instr"]
+    assert len(recs) >= 40
+    _check_random_jobs(results[len(recs):], expect, n, cols)
