@@ -274,11 +274,12 @@ TMEM_LIMIT = {"tcgen05.ld": 256, "tcgen05.st": 256}
 TMEM_BURST = 8
 
 
-def bench_tmem(sim: str):
+def bench_tmem(sim: str, banks: int = 2):
     """Every tcgen05.ld / tcgen05.st shape, .num and packing on quadrant 0, ``TMEM_BURST`` back
     to back (no back-pressure): clocks per instruction between the last beats of the first and
     the last, bytes per clock at that rate, and the first's latency (acceptance to last beat);
-    then four quadrants at once."""
+    then four quadrants at once. ``banks``: of each quadrant (1: the area build, native
+    engine only)."""
     jobs, meta = [], []
     for ins, split in latency.tmem_forms():
         jobs.append({"tmem": {"0": [tmem_instr_job(ins, 0, 0, split)] * TMEM_BURST}})
@@ -286,7 +287,7 @@ def bench_tmem(sim: str):
     # four quadrants at once: 8 back-to-back 32x32b.x32 loads on every port
     ins4 = ptx.parse("tcgen05.ld.sync.aligned.32x32b.x32.b32", "sm_100a")
     jobs.append({"tmem": {str(q): [tmem_instr_job(ins4, (32 * q) << 16, q)] * 8 for q in range(4)}})
-    results, _ = run_jobs(jobs, sim=sim, tmem_columns=512)
+    results, _ = run_jobs(jobs, sim=sim, tmem_columns=512, **_banks(banks))
     rows = []
     for ins, res in zip(meta, results):
         burst = res["tmem"]["0"]
@@ -312,7 +313,12 @@ def bench_tmem(sim: str):
 COPY_BURST = 4
 
 
-def bench_copy(sim: str) -> list[dict]:
+def _banks(banks: int) -> dict:
+    """run_jobs's arguments for quadrants of ``banks`` banks."""
+    return {} if banks == 2 else {"params": {"tmem_banks": banks}}
+
+
+def bench_copy(sim: str, banks: int = 2) -> list[dict]:
     """Every tcgen05.cp form, plain and with each source format, under each swizzle: a canonical
     layout (every step's chunks in eight quads), ``COPY_BURST`` copies back to back; the first
     copy's cycles from acceptance to its result beat, and the cycles a copy takes back to back
@@ -333,7 +339,7 @@ def bench_copy(sim: str) -> list[dict]:
                 jobs.append({"cp": fields, "cps": [fields] * COPY_BURST, "image": smem.tobytes().hex(),
                              "smem_size": 16 * 1024, "tmem_dump": False})
                 meta.append((ins, code, rows_ * bits // 8, max(rows_ // 8, 1) * bits // 128))
-    results, _ = run_jobs(jobs, sim=sim, tmem_columns=512)
+    results, _ = run_jobs(jobs, sim=sim, tmem_columns=512, **_banks(banks))
     out = []
     for (ins, code, nbytes, steps), res in zip(meta, results):
         cps = res["copies"]
@@ -541,7 +547,7 @@ def plot(rows, path: Path):
 
 
 #: the bench's parts, in report order
-PARTS = ("patterns", "gemm", "wmma", "global", "sweep", "tmem", "copy", "latency", "speed")
+PARTS = ("patterns", "gemm", "wmma", "global", "sweep", "tmem", "copy", "area", "latency", "speed")
 
 
 def main(argv=None) -> int:
@@ -576,6 +582,15 @@ def main(argv=None) -> int:
     if "copy" in parts:
         res["copy"] = copies = bench_copy(args.sims[0])
         md += "\n\n## tcgen05.cp\n\n" + copy_table(copies)
+    if "area" in parts:
+        # the area build: one two-ported bank a quadrant (a build parameter, on Verilator)
+        rows, four = bench_tmem("verilator", banks=1)
+        res["area_build"] = {"tmem": rows, "tmem_four": four, "copy": bench_copy("verilator", banks=1)}
+        md += ("\n\n## The area build (`tmem_banks=1`: one two-ported bank a quadrant)\n\n"
+               "The 32-lane forms keep their rates; the 16-lane forms and tcgen05.cp take half "
+               "(docs/ARCHITECTURE.md).\n\n### Tensor Memory\n\n" + tmem_table(rows, four)
+               + "\n### tcgen05.cp\n\nGoal for this build: 64 B/clk (a B200's public figure).\n\n"
+               + copy_table(res["area_build"]["copy"]))
     if "latency" in parts:
         res["forms_latency"] = lat = latency.measure()
         md += "\n\n## Latency of every form against the silicon\n\n" + latency.table(lat)
