@@ -383,10 +383,23 @@ def asic_markdown(rows) -> str:
     return head + table + summary + _components_markdown(rows) + _census_markdown(rows, period)
 
 
+def _rolled_up(components: dict) -> dict:
+    """Components summed by the first part of their names (``tmem0.store`` → ``tmem0``; the
+    quadrants' intakes and outlets, ``tmem0_store_intake``, with their quadrant), largest first."""
+    out: dict[str, dict] = {}
+    for name, c in components.items():
+        top = name.split(".")[0]
+        top = top.split("_")[0] if top.startswith("tmem") else top
+        row = out.setdefault(top, {"logic_um2": 0.0, "ff_um2": 0.0, "macro_um2": 0.0})
+        for k in row:
+            row[k] += c[k]
+    return dict(sorted(out.items(), key=lambda kv: -(kv[1]["logic_um2"] + kv[1]["ff_um2"])))
+
+
 def _components_markdown(rows, least_share: float = 0.01) -> str:
-    """Where each block's area goes: logic, flip-flops and macros per component (two levels of
-    names), those with at least ``least_share`` of the block's logic and flip-flops; the rest
-    summed."""
+    """Where each block's area goes: logic, flip-flops and macros per top-level component, then
+    per component of two levels of names, those with at least ``least_share`` of the block's
+    logic and flip-flops (the rest summed)."""
     rows = [r for r in rows if r.get("components")]
     if not rows:
         return ""
@@ -397,6 +410,13 @@ def _components_markdown(rows, least_share: float = 0.01) -> str:
            "flip-flops.\n")
     for r in rows:
         own = r["logic_um2"] + r["ff_um2"]
+        rolled = _rolled_up(r["components"])
+        if len(rolled) > 1:
+            out += (f"\n### {r['block']} ({r['policy']}), by top-level component\n\n"
+                    "| component | logic | flip-flops | SRAM macros | share |\n|---|---|---|---|---|\n")
+            for name, c in rolled.items():
+                out += (f"| {name} | {c['logic_um2']:,.0f} | {c['ff_um2']:,.0f} | {c['macro_um2']:,.0f} | "
+                        f"{(c['logic_um2'] + c['ff_um2']) / own if own else 0:.1%} |\n")
         out += (f"\n### {r['block']} ({r['policy']})\n\n| component | logic | flip-flops | SRAM macros | share |\n"
                 "|---|---|---|---|---|\n")
         rest = {"logic_um2": 0.0, "ff_um2": 0.0, "macro_um2": 0.0}
