@@ -89,11 +89,17 @@ class TmemBanks(wiring.Component):
                 m.d.comb += [addr.eq(Mux(self.store, self.w_addr[b][g], self.addr[b][g])), read.eq(self.read),
                              wr.data.eq(self.w_data[b][g]), wr.en.eq(self.w_en[b][g])]
                 if g == 1:      # fill and dump, while idle
+                    # while idle no instruction or copy uses the port: its address and data are
+                    # the fill's (or the dump's) whether or not either is taken, so that only the
+                    # enables wait on the handshake (a fill's select would fan out to every data
+                    # bit)
+                    with m.If(~self.busy):
+                        m.d.comb += [addr.eq(row_of(banks, Mux(fill.valid, fill.payload.col, req.payload))),
+                                     wr.data.eq(fill.payload.data)]
                     with m.If(fill_now & (bank_of(banks, fill.payload.col) == b)):
-                        m.d.comb += [addr.eq(row_of(banks, fill.payload.col)), wr.data.eq(fill.payload.data),
-                                     wr.en.eq((1 << LANES) - 1)]
+                        m.d.comb += wr.en.eq((1 << LANES) - 1)
                     with m.If(dump_now & (bank_of(banks, req.payload) == b)):
-                        m.d.comb += [addr.eq(row_of(banks, req.payload)), read.eq(1)]
+                        m.d.comb += read.eq(1)
                 # never a read and a write in one cycle, said outright so that synthesis sees it
                 m.d.comb += [rd.addr.eq(addr), wr.addr.eq(addr), rd.en.eq(read & ~wr.en.any()),
                              self.rdata[b][g].eq(rd.data)]
