@@ -92,6 +92,18 @@ class CopyStage(wiring.Component):
         """Cycles a step's write takes: its columns over a quadrant's ports."""
         return COPY_COLUMNS // (PORTS_PER_BANK * self.params.tmem.banks)
 
+    def _phase(self, m, walk):
+        """A step is read in one cycle and written in :meth:`phases`: the step's phase, and
+        whether it is its last (the walk moves on after it; with one phase, every cycle). Each
+        phase reads the step again."""
+        phases = self.phases()
+        phase = Signal(range(phases), name="c_phase")
+        at_end = Signal(name="c_phase_end")
+        m.d.comb += at_end.eq(phase == phases - 1)
+        with m.If(walk.valid):
+            m.d.sync += phase.eq(Mux(at_end, 0, phase + 1))
+        return phase, at_end
+
     def __init__(self, params: Params):
         if params.tmem is None:
             raise ValueError("tcgen05.cp needs Tensor Memory (tmem_columns > 0)")
@@ -173,14 +185,7 @@ class CopyStage(wiring.Component):
                          ctx.targets.eq(head.targets)]
         with m.If(refuse):
             m.d.sync += refusal.eq(head.error)
-        # a step is read in one cycle and written in ``phases``: the walk moves on after its
-        # last (with one phase, every cycle); each phase reads the step again
-        phases = self.phases()
-        phase = Signal(range(phases), name="c_phase")
-        at_end = Signal(name="c_phase_end")
-        m.d.comb += at_end.eq(phase == phases - 1)
-        with m.If(walk.valid):
-            m.d.sync += phase.eq(Mux(at_end, 0, phase + 1))
+        phase, at_end = self._phase(m, walk)
         m.d.comb += [walk.start.eq(claim), walk.form.eq(head.form), walk.addr.eq(head.start),
                      walk.lbo.eq(head.lbo), walk.sbo.eq(head.sbo), walk.base_offset.eq(head.base_offset),
                      walk.swizzle_log.eq(head.swizzle_log), walk.advance.eq(at_end)]
