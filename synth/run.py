@@ -113,8 +113,8 @@ def asic_blocks(policy: str):
     found["unit"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0))
     found["unit_deep"] = lambda: LoadStoreUnit(replace(full, tmem_columns=0, **DEEP_GLOBAL_PORT))
     found["unit_tmem"] = found["unit_tmem_rtlil"] = lambda: LoadStoreUnit(full)
-    # the area build: each quadrant one two-ported bank (the 32-lane forms at full rate, the
-    # 16-lane ones at half: docs/ARCHITECTURE.md)
+    # the area build: each quadrant one two-ported bank (32x32b loads and stores at full rate;
+    # the 16-lane forms, 32x32b .pack and tcgen05.cp at half: docs/ARCHITECTURE.md)
     found["unit_tmem_area"] = lambda: LoadStoreUnit(replace(full, tmem_banks=1))
     return found
 
@@ -373,7 +373,8 @@ def asic_markdown(rows) -> str:
                   f"{_fmt_path(r['paths'].get('clk'))} | {_fmt_path(worst_port)} |\n")
     summary = ""
     for build, what in (("unit_tmem", "the fast build: two banks a quadrant"),
-                        ("unit_tmem_area", "the area build: one two-ported bank a quadrant, the 16-lane forms at half rate")):
+                        ("unit_tmem_area", "the area build: one two-ported bank a quadrant, the 16-lane forms, 32x32b "
+                                          ".pack and tcgen05.cp at half rate")):
         for whole in (r for r in rows if r["block"] == build and "error" not in r):
             logic = whole["logic_um2"] + whole["ff_um2"]
             summary += (f"\nThe whole unit, {what} ({whole['policy']}; shared path, global port, four quadrants, "

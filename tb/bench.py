@@ -587,7 +587,8 @@ def main(argv=None) -> int:
         rows, four = bench_tmem("verilator", banks=1)
         res["area_build"] = {"tmem": rows, "tmem_four": four, "copy": bench_copy("verilator", banks=1)}
         md += ("\n\n## The area build (`tmem_banks=1`: one two-ported bank a quadrant)\n\n"
-               "The 32-lane forms keep their rates; the 16-lane forms and tcgen05.cp take half "
+               "32x32b loads and stores keep their rates; the 16-lane forms, 32x32b .pack / .unpack and "
+               "tcgen05.cp take half "
                "(docs/ARCHITECTURE.md).\n\n### Tensor Memory\n\n" + tmem_table(rows, four)
                + "\n### tcgen05.cp\n\nGoal for this build: 64 B/clk (a B200's public figure).\n\n"
                + copy_table(res["area_build"]["copy"]))

@@ -88,6 +88,20 @@ class CopyStage(wiring.Component):
     two a cycle: ``half`` says which).
     """
 
+    def __init__(self, params: Params):
+        if params.tmem is None:
+            raise ValueError("tcgen05.cp needs Tensor Memory (tmem_columns > 0)")
+        self.params = p = params
+        super().__init__({
+            "instr": In(stream.Signature(cp_instr_layout())),
+            "smem_size": In(range(p.smem_bytes + 1), init=p.smem_bytes),
+            "result": Out(stream.Signature(cp_result_layout())),
+            "banks": Out(BankPortSignature(p)),
+            "quiet": In(1), "active": Out(1), "reading": Out(1), "defer": In(1), "waiting": Out(1),
+            "tmem_idle": In(TMEM_QUADRANTS), "hold": Out(TMEM_QUADRANTS),
+            "tmem": Out(tmem_copy_signature(p.tmem.columns)).array(TMEM_QUADRANTS),
+        })
+
     def phases(self) -> int:
         """Cycles a step's write takes: its columns over a quadrant's ports."""
         return COPY_COLUMNS // (PORTS_PER_BANK * self.params.tmem.banks)
@@ -103,20 +117,6 @@ class CopyStage(wiring.Component):
         with m.If(walk.valid):
             m.d.sync += phase.eq(Mux(at_end, 0, phase + 1))
         return phase, at_end
-
-    def __init__(self, params: Params):
-        if params.tmem is None:
-            raise ValueError("tcgen05.cp needs Tensor Memory (tmem_columns > 0)")
-        self.params = p = params
-        super().__init__({
-            "instr": In(stream.Signature(cp_instr_layout())),
-            "smem_size": In(range(p.smem_bytes + 1), init=p.smem_bytes),
-            "result": Out(stream.Signature(cp_result_layout())),
-            "banks": Out(BankPortSignature(p)),
-            "quiet": In(1), "active": Out(1), "reading": Out(1), "defer": In(1), "waiting": Out(1),
-            "tmem_idle": In(TMEM_QUADRANTS), "hold": Out(TMEM_QUADRANTS),
-            "tmem": Out(tmem_copy_signature(p.tmem.columns)).array(TMEM_QUADRANTS),
-        })
 
     def elaborate(self, platform):
         m = Module()
