@@ -1,5 +1,5 @@
 """A quadrant's memory: banks by column parity, each with two read-or-write ports, and the
-fill / dump port."""
+dump port."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import TmemParams
 from .plan import PORTS_PER_BANK
-from .records import LANES, tmem_fill_layout
+from .records import LANES
 
-__all__ = ["TmemBanks", "pick", "bank_of", "row_of"]
+__all__ = ["TmemBanks", "FILL_PORT", "pick", "bank_of", "row_of"]
+
+#: The port of a column's bank that fills and dumps use (while no instruction is in flight).
+FILL_PORT = 1
 
 
 def bank_of(banks: int, col):
@@ -41,8 +44,10 @@ class TmemBanks(wiring.Component):
     (a load) or only writes (a store), and fill and dump run while no instruction is in
     flight, so each port is a true read-or-write port (two per block RAM).
 
-    Priorities, per port: fill and dump (port 1 of the column's bank; the fill first) over
-    the instruction's writes (``store``) over its reads.
+    Writes come from registers alone (``w_addr`` / ``w_data`` / ``w_en``: a store's, a copy's or
+    a fill's, :class:`~tensorlsu.hdl.tmem.store.TmemStore`); they go before the instruction's
+    reads, and a dump reads port ``FILL_PORT`` of the column's bank while idle, once a fill
+    offered or being written has gone first.
 
     Latency: a read's word is at ``rdata`` the cycle after ``read``; a dumped column is on
     ``dump`` the cycle after its request and held there until taken. Writes land at the edge.
@@ -52,13 +57,15 @@ class TmemBanks(wiring.Component):
     addr : In(ArrayLayout(range(depth), ports)).array(banks)
         The instruction's read address of each port; ``read``: it reads this cycle.
     store : In(1)
-        The instruction is a store: the ports take ``w_addr`` / ``w_data`` / ``w_en``.
+        The ports are written (a store, a copy or a fill): they take ``w_addr`` for address.
     w_addr, w_data, w_en : In, per bank and port
-        A store's registered writes (:class:`~tensorlsu.hdl.tmem.store.TmemStore`).
+        The registered writes.
     rdata : Out(unsigned(32 · LANES)), per bank and port
     busy : In(1)
-        An instruction is in flight: fill and dump wait.
-    fill, dump_req, dump : the quadrant's fill / dump ports.
+        An instruction, a copy or a fill's write is in flight: the dump waits.
+    fill_offered : In(1)
+        A fill is offered: it goes before the dump.
+    dump_req, dump : the quadrant's dump ports.
     dump_pending : Out(1)
         A dumped column waits on ``dump``.
     """
@@ -70,16 +77,15 @@ class TmemBanks(wiring.Component):
                     "w_data": In(unsigned(32 * LANES)), "w_en": In(LANES), "rdata": Out(unsigned(32 * LANES))}
         super().__init__({
             **{k: v.array(p.banks, PORTS_PER_BANK) for k, v in per_port.items()},
-            "read": In(1), "store": In(1), "busy": In(1), "dump_pending": Out(1),
-            "fill": In(stream.Signature(tmem_fill_layout(p))),
+            "read": In(1), "store": In(1), "busy": In(1), "fill_offered": In(1), "dump_pending": Out(1),
             "dump_req": In(stream.Signature(unsigned(p.col_bits))),
             "dump": Out(stream.Signature(data.ArrayLayout(unsigned(32), LANES)))})
 
     def elaborate(self, platform):
         m = Module()
         banks = self.params.banks
-        fill, req = self.fill, self.dump_req
-        fill_now, dump_now = fill.valid & fill.ready, req.valid & req.ready
+        req = self.dump_req
+        dump_now = req.valid & req.ready
         for b in range(banks):
             m.submodules[f"bank{b}"] = mem = Memory(shape=unsigned(32 * LANES), depth=self.depth, init=[])
             for g in range(PORTS_PER_BANK):
@@ -88,31 +94,22 @@ class TmemBanks(wiring.Component):
                 read = Signal(name=f"bank{b}_port{g}_read")
                 m.d.comb += [addr.eq(Mux(self.store, self.w_addr[b][g], self.addr[b][g])), read.eq(self.read),
                              wr.data.eq(self.w_data[b][g]), wr.en.eq(self.w_en[b][g])]
-                if g == 1:      # fill and dump, while idle
-                    # while idle no instruction or copy uses the port: its address and data are
-                    # the fill's (or the dump's) whether or not either is taken, so that only the
-                    # enables wait on the handshake (a fill's select would fan out to every data
-                    # bit)
+                if g == FILL_PORT:      # the dump, while idle (its address whether or not taken)
                     with m.If(~self.busy):
-                        m.d.comb += [addr.eq(row_of(banks, Mux(fill.valid, fill.payload.col, req.payload))),
-                                     wr.data.eq(fill.payload.data)]
-                    with m.If(fill_now & (bank_of(banks, fill.payload.col) == b)):
-                        m.d.comb += wr.en.eq((1 << LANES) - 1)
+                        m.d.comb += addr.eq(row_of(banks, req.payload))
                     with m.If(dump_now & (bank_of(banks, req.payload) == b)):
                         m.d.comb += read.eq(1)
                 # never a read and a write in one cycle, said outright so that synthesis sees it
                 m.d.comb += [rd.addr.eq(addr), wr.addr.eq(addr), rd.en.eq(read & ~wr.en.any()),
                              self.rdata[b][g].eq(rd.data)]
-        # a dumped column waits on the port (the read port holds its data) until taken; port 1
-        # serves one of them a cycle, the fill first
+        # a dumped column waits on the port (the read port holds its data) until taken
         pending, dump_bank = self.dump_pending, Signal()
-        m.d.comb += [fill.ready.eq(~self.busy & ~pending),
-                     req.ready.eq(~self.busy & ~fill.valid & (~pending | self.dump.ready))]
+        m.d.comb += req.ready.eq(~self.busy & ~self.fill_offered & (~pending | self.dump.ready))
         with m.If(dump_now):
             m.d.sync += [pending.eq(1), dump_bank.eq(bank_of(banks, req.payload))]
         with m.Elif(self.dump.ready):
             m.d.sync += pending.eq(0)
         m.d.comb += [self.dump.valid.eq(pending),
-                     self.dump.payload.eq(self.rdata[0][1] if banks == 1 else
-                                          Mux(dump_bank, self.rdata[1][1], self.rdata[0][1]))]
+                     self.dump.payload.eq(self.rdata[0][FILL_PORT] if banks == 1 else
+                                          Mux(dump_bank, self.rdata[1][FILL_PORT], self.rdata[0][FILL_PORT]))]
         return m

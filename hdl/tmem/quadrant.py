@@ -15,11 +15,12 @@ D1, D2  TmemDecode    checks the instruction, decodes its class (TmemCheck); its
                       step's row and column addresses
 S       TmemSteps     walks the instruction's steps; each step's row and column
                       addresses are registers, made a step ahead
-M       TmemBanks     banks by column parity, two read-or-write ports each; fill / dump
+M       TmemBanks     banks by column parity, two read-or-write ports each; dump
 A, P    TmemLoad      load: a step's words aligned to the form's lanes (A, TmemGather),
                       placed into the beat's registers (P)
 —, W    TmemStore     store: beats from the store port, placed into a step's columns
-                      (TmemScatter); the writes registered (W), in memory a cycle later
+                      (TmemScatter); the writes registered (W), in memory a cycle later;
+                      W also carries the copy's writes and the fill's
 R       TmemResult    the instructions in flight and their result beats; .red: folds the
                       register beats as they leave (TmemReduce)
 ======  ============  ===========================================================
@@ -86,7 +87,7 @@ class TmemQuadrant(wiring.Component):
         Loads: register beats (``last`` on the final one), then for ``.red`` a REDVAL beat;
         stores: one DONE beat; a refusal: one DONE beat with ``error``.
     fill : In(stream.Signature(tmem_fill_layout()))
-        One column of all 32 lanes per beat, while idle.
+        One column of all 32 lanes per beat, while idle; written the cycle after it is taken.
     dump_req, dump : In / Out(stream.Signature(...))
         A column index in; that column of all 32 lanes out the next cycle, while idle.
     idle : Out(1)
@@ -126,8 +127,8 @@ class TmemQuadrant(wiring.Component):
         m.submodules.load = load = TmemLoad(p)
         m.submodules.store = store = TmemStore(p)
         m.submodules.result = result = TmemResult()
-        for port in ("fill", "dump_req"):
-            wiring.connect(m, wiring.flipped(getattr(self, port)), getattr(banks, port))
+        wiring.connect(m, wiring.flipped(self.fill), store.fill)
+        wiring.connect(m, wiring.flipped(self.dump_req), banks.dump_req)
         wiring.connect(m, banks.dump, wiring.flipped(self.dump))
         wiring.connect(m, wiring.flipped(self.store), store.store)
         wiring.connect(m, result.result, wiring.flipped(self.result))
@@ -173,13 +174,15 @@ class TmemQuadrant(wiring.Component):
         for b in range(p.banks):
             for g in range(ports):
                 m.d.comb += banks.addr[b][g].eq(row_of(p.banks, pick(p.banks, b, g, list(steps.addr), parity[g])))
-        # the copy's write goes through the store's write registers (W), so the memory's inputs
-        # come from registers alone (written a cycle after it is offered: fill and dump wait for
-        # it, and no instruction reaches the memory that soon)
-        copying = Signal(name="copy_valid")
+        # the copy's write and the fill's go through the store's write registers (W), so the
+        # memory's inputs come from registers alone (written a cycle after they are taken: the
+        # dump waits for them, and no instruction reaches the memory that soon)
+        copying, in_use = Signal(name="copy_valid"), Signal()
         m.d.sync += copying.eq(self.copy.valid)
-        m.d.comb += [banks.read.eq(issuing), banks.store.eq(is_store | copying),
-                     banks.busy.eq(busy | self.hold | decode.busy | copying)]
+        m.d.comb += [in_use.eq(busy | self.hold | decode.busy | copying),
+                     store.fill_free.eq(~in_use & ~banks.dump_pending), banks.fill_offered.eq(self.fill.valid),
+                     banks.read.eq(issuing), banks.store.eq(is_store | copying | store.fill_writing),
+                     banks.busy.eq(in_use | store.fill_writing)]
 
         # -- load, store and result sides ------------------------------------------------------
         step = load.step

@@ -1,5 +1,5 @@
 """tcgen05.st: the store port's registers collected into beats, placed into a step's columns,
-and the writes registered (stage W)."""
+and the writes registered (stage W), which also carry a copy's writes and a fill's."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..params import TmemParams
-from .banks import pick
+from .banks import FILL_PORT, bank_of, pick, row_of
 from .plan import MAX_REGS, PORTS_PER_BANK, accesses, schedule
-from .records import LANES, beat_layout, store_beats
+from .records import LANES, beat_layout, store_beats, tmem_fill_layout
 from .scatter import TmemScatter
 
 __all__ = ["TmemStore"]
@@ -21,9 +21,12 @@ class TmemStore(wiring.Component):
     instruction has one) from the store port, a *pending* beat waiting while the *held* one is
     written over its steps (:class:`~tensorlsu.hdl.tmem.scatter.TmemScatter` places it into
     the step's columns), and the writes registered per bank port (stage W), so that neither
-    the step table nor the placement lies on the memory's input path.
+    the step table nor the placement lies on the memory's input path. A copy's writes and a
+    fill's go through the same registers, so that the memory's addresses, data and enables come
+    from registers alone.
 
-    Latency: a step's writes reach the memory the cycle after the step (``writing``). A beat
+    Latency: a step's writes reach the memory the cycle after the step (``writing``); a copy's
+    or a fill's the cycle after it is offered or taken (``fill_writing`` then). A beat
     goes straight to the held one when the writes are free, so a beat a step is taken back to
     back. A refused store's beats are taken and dropped (``drained`` once all are in).
 
@@ -50,12 +53,19 @@ class TmemStore(wiring.Component):
         Every beat of the instruction has been taken.
     copy : In(1)
         A copy's write is offered (:class:`~tensorlsu.hdl.copy.stage.CopyStage`): it takes the
-        write registers this cycle (no store writes while a copy holds the quadrant).
+        write registers this cycle (no store is in flight while a copy holds the quadrant).
     copy_addr, copy_data, copy_en : In, per bank and port
         The copy's write.
+    fill : In(stream.Signature(tmem_fill_layout(params)))
+        A column of all 32 lanes to write through port ``FILL_PORT`` of its bank.
+    fill_free : In(1)
+        The memory is free for a fill (no instruction, copy or dumped column): ``fill.ready``.
+    fill_writing : Out(1)
+        A fill's column is written this cycle.
     w_addr, w_data, w_en : Out, per bank and port
-        The registered writes (:class:`~tensorlsu.hdl.tmem.banks.TmemBanks`), the store's or
-        the copy's.
+        The registered writes (:class:`~tensorlsu.hdl.tmem.banks.TmemBanks`): the store's while
+        one is in flight (``take``), else the copy's or the fill's (only the enables say
+        whether either was offered, so the handshakes never select a data bit).
     """
 
     def __init__(self, params: TmemParams):
@@ -74,6 +84,7 @@ class TmemStore(wiring.Component):
             "copy_addr": In(range(depth)).array(p.banks, ports),
             "copy_data": In(unsigned(32 * LANES)).array(p.banks, ports),
             "copy_en": In(LANES).array(p.banks, ports),
+            "fill": In(stream.Signature(tmem_fill_layout(p))), "fill_free": In(1), "fill_writing": Out(1),
             "w_addr": Out(range(depth)).array(p.banks, ports),
             "w_data": Out(unsigned(32 * LANES)).array(p.banks, ports),
             "w_en": Out(LANES).array(p.banks, ports)})
@@ -93,16 +104,27 @@ class TmemStore(wiring.Component):
                      scatter.first_var.eq(self.first_var), scatter.advance.eq(self.advance), scatter.wide.eq(self.wide),
                      scatter.lane_off.eq(self.lane_off), self.drained.eq(drain == 0)]
         enables = [scatter.lanes[k] & self.on[k].replicate(LANES) for k in range(len(self.on))]
+        fill, fill_now = self.fill, Signal()
+        m.d.comb += [fill.ready.eq(self.fill_free), fill_now.eq(fill.valid & self.fill_free)]
+        m.d.sync += self.fill_writing.eq(fill_now)
         for g in range(PORTS_PER_BANK):
             for b in range(p.banks):
                 w_addr = Signal.like(self.w_addr[b][g], name=f"w_addr_{b}_{g}", reset_less=True)
                 w_data = Signal.like(self.w_data[b][g], name=f"w_data_{b}_{g}", reset_less=True)
                 m.d.comb += [self.w_addr[b][g].eq(w_addr), self.w_data[b][g].eq(w_data)]
-                m.d.sync += [w_addr.eq(Mux(self.copy, self.copy_addr[b][g], self.addr[b][g])),
-                             w_data.eq(Mux(self.copy, self.copy_data[b][g],
-                                                      pick(p.banks, b, g, list(scatter.words), self.parity[g]))),
-                             self.w_en[b][g].eq(Mux(self.copy, self.copy_en[b][g],
-                                                    pick(p.banks, b, g, enables, self.parity[g]) & writing.replicate(LANES)))]
+                # outside a store: the copy's write, or on the fill's port the fill's (the copy's
+                # offer, a register, selects; the fill's handshake reaches only the enables)
+                other_addr, other_data = self.copy_addr[b][g], self.copy_data[b][g]
+                other_en = self.copy_en[b][g] & self.copy.replicate(LANES)
+                if g == FILL_PORT:
+                    other_addr = Mux(self.copy, other_addr, row_of(p.banks, fill.payload.col))
+                    other_data = Mux(self.copy, other_data, fill.payload.data)
+                    other_en |= (fill_now & (bank_of(p.banks, fill.payload.col) == b)).replicate(LANES)
+                m.d.sync += [w_addr.eq(Mux(self.take, self.addr[b][g], other_addr)),
+                             w_data.eq(Mux(self.take, pick(p.banks, b, g, list(scatter.words), self.parity[g]),
+                                           other_data)),
+                             self.w_en[b][g].eq(Mux(self.take, pick(p.banks, b, g, enables, self.parity[g])
+                                                    & writing.replicate(LANES), other_en))]
         free = Signal()       # the held beat is free for the next at this edge
         move = Signal()       # the pending beat becomes the held one at this edge
         m.d.comb += [free.eq(~held_valid | done_beat), move.eq(pending_full & free)]
