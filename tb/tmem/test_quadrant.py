@@ -238,3 +238,50 @@ def test_step_table_is_the_layout_table(banks):
                 for piece in ((0, 1) if pack else (0,)):
                     want[(r, t, piece)] = (lane, 2 * col + piece if pack else col, half)
         assert seen == want, ins.form
+
+
+@pytest.mark.parametrize("banks", [1, 2])
+def test_a_dump_offered_with_the_fills_reads_the_last_fill(banks):
+    """Fills back to back are each taken in their cycle (one a clock) while a dump of the last
+    filled column is offered from the first: the dump waits for the fills (offered and being
+    written) and reads the last one's data; an instruction offered with them waits too and then
+    reads the filled memory."""
+    quadrant, cols = 1, 8
+    dut = TmemQuadrant(TmemParams(32, banks), quadrant)
+    nrng = np.random.default_rng(11)
+    image = nrng.integers(0, 1 << 32, size=(LANES, cols), dtype=np.uint64).astype(np.uint32)
+    ins = ptx.parse("tcgen05.ld.sync.aligned.32x32b.x8.b32", "sm_103a")
+
+    taddr = (32 * quadrant) << 16
+
+    async def bench(ctx):
+        _drive(ctx, dut, ins, taddr, quadrant, None)
+        ctx.set(dut.dump_req.valid, 1)
+        ctx.set(dut.dump_req.payload, cols - 1)
+        for c in range(cols):
+            ctx.set(dut.fill.valid, 1)
+            ctx.set(dut.fill.payload.col, c)
+            ctx.set(dut.fill.payload.data, [int(x) for x in image[:, c]])
+            await ctx.delay(1e-9)
+            assert ctx.get(dut.fill.ready), f"fill {c} not taken in its cycle"
+            assert not ctx.get(dut.dump_req.ready), f"the dump went before fill {c}"
+            assert not ctx.get(dut.instr.ready), f"the instruction went before fill {c}"
+            await ctx.tick()
+        ctx.set(dut.fill.valid, 0)
+        await ctx.delay(1e-9)
+        assert not ctx.get(dut.dump_req.ready), "the dump read while the last fill was written"
+        await ctx.tick().until(dut.dump_req.ready)
+        ctx.set(dut.dump_req.valid, 0)
+        await ctx.delay(1e-9)
+        assert ctx.get(dut.dump.valid)
+        assert [ctx.get(dut.dump.payload[t]) for t in range(LANES)] == [int(x) for x in image[:, cols - 1]]
+        ctx.set(dut.dump.ready, 1)
+        await ctx.tick()
+        ctx.set(dut.dump.ready, 0)
+        tm = np.zeros((128, 32), np.uint32)
+        tm[32 * quadrant:32 * quadrant + 32, :cols] = image
+        got, _, err = await _run(ctx, dut, random.Random(1), ins, taddr, quadrant, None, np.zeros((LANES, 8), np.uint32))
+        assert err == Error.NONE
+        assert (got == model.tcgen05_ld(ins, tm, taddr, quadrant, None, cols=32)[0]).all()
+
+    simulate(dut, bench)
