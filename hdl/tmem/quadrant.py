@@ -162,10 +162,15 @@ class TmemQuadrant(wiring.Component):
                               (issued_all | (issuing & steps.final)))]
         with m.If(issuing & steps.final):
             m.d.sync += issued_all.eq(1)
+        # the write registers follow a store from its acceptance to its last write, and else
+        # carry a copy's or a fill's writes: a register of its own, so that its fanout (every
+        # bit of W's inputs) is not the store port's handshake's
+        store_writes = Signal(name="store_writes", attrs={"keep": 1})
         with m.If(writing & steps.final):
-            m.d.sync += written_all.eq(1)
+            m.d.sync += [written_all.eq(1), store_writes.eq(0)]
         with m.If(accept):      # after the above: a load's last step may issue as the next one comes in
-            m.d.sync += [written_all.eq(0), issued_all.eq(0)]
+            m.d.sync += [written_all.eq(0), issued_all.eq(0),
+                         store_writes.eq(ins.store & (check.error == Error.NONE))]
         # each bank port's address in the step; two banks: element e of group g is in bank (its
         # first column's parity) ^ e
         parity = Signal(ports)
@@ -191,6 +196,7 @@ class TmemQuadrant(wiring.Component):
                      step.two.eq(steps.two), step.parity.eq(parity), step.lane_off.eq(lane_off),
                      load.beat_free.eq(result.beat_free)]
         m.d.comb += [store.start.eq(accept), store.nregs.eq(check.nregs), store.take.eq(busy & is_store),
+                     store.stores.eq(store_writes),
                      store.refusing.eq(refusing), store.writing.eq(writing), store.last_step.eq(steps.last_step),
                      store.var.eq(steps.var), store.first_var.eq(check.first.var), store.advance.eq(steps.advance),
                      store.on.eq(steps.on), store.wide.eq(wide),

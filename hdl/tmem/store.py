@@ -42,6 +42,9 @@ class TmemStore(wiring.Component):
         The held beat is written this step; it is the beat's last step.
     var, on, wide, lane_off : In
         The step's placement (:class:`~tensorlsu.hdl.tmem.steps.TmemSteps`) and the form's.
+    stores : In(1)
+        The write registers follow the store (from its acceptance to its last write); else they
+        carry the copy's or the fill's.
     first_var, advance : In
         The first row of the instruction ``start`` starts; the sequencer moves on (the
         placement's selects follow the sequencer a cycle ahead).
@@ -64,7 +67,7 @@ class TmemStore(wiring.Component):
         A fill's column is written this cycle.
     w_addr, w_data, w_en : Out, per bank and port
         The registered writes (:class:`~tensorlsu.hdl.tmem.banks.TmemBanks`): the store's while
-        one is in flight (``take``), else the copy's or the fill's (only the enables say
+        it writes (``stores``), else the copy's or the fill's (only the enables say
         whether either was offered, so the handshakes never select a data bit).
     """
 
@@ -74,7 +77,7 @@ class TmemStore(wiring.Component):
         nvar = len(schedule(p.banks).variants)
         super().__init__({
             "store": In(stream.Signature(beat_layout())),
-            "start": In(1), "nregs": In(range(MAX_REGS + 1)), "take": In(1), "refusing": In(1),
+            "start": In(1), "nregs": In(range(MAX_REGS + 1)), "take": In(1), "refusing": In(1), "stores": In(1),
             "writing": In(1), "last_step": In(1),
             "var": In(range(max(nvar, 2))), "first_var": In(range(max(nvar, 2))), "advance": In(1),
             "on": In(accesses(p.banks)), "wide": In(1),
@@ -120,10 +123,10 @@ class TmemStore(wiring.Component):
                     other_addr = Mux(self.copy, other_addr, row_of(p.banks, fill.payload.col))
                     other_data = Mux(self.copy, other_data, fill.payload.data)
                     other_en |= (fill_now & (bank_of(p.banks, fill.payload.col) == b)).replicate(LANES)
-                m.d.sync += [w_addr.eq(Mux(self.take, self.addr[b][g], other_addr)),
-                             w_data.eq(Mux(self.take, pick(p.banks, b, g, list(scatter.words), self.parity[g]),
+                m.d.sync += [w_addr.eq(Mux(self.stores, self.addr[b][g], other_addr)),
+                             w_data.eq(Mux(self.stores, pick(p.banks, b, g, list(scatter.words), self.parity[g]),
                                            other_data)),
-                             self.w_en[b][g].eq(Mux(self.take, pick(p.banks, b, g, enables, self.parity[g])
+                             self.w_en[b][g].eq(Mux(self.stores, pick(p.banks, b, g, enables, self.parity[g])
                                                     & writing.replicate(LANES), other_en))]
         free = Signal()       # the held beat is free for the next at this edge
         move = Signal()       # the pending beat becomes the held one at this edge
