@@ -1,12 +1,15 @@
 """The reduction of a ``tcgen05.ld.red``: the min or max of every thread's destination
 registers, folded as the register beats leave.
 
-Latency: two register stages. A ``fold`` (a register beat taken) registers the beat's two
-inputs as order keys with their flags (stage 1); the next cycle they are compared with the
-kept value and with each other, all at once, and the running value is updated (stage 2, one
-comparator deep). ``redval`` is combinational from it, so it is whole :attr:`TmemReduce.LATENCY`
-cycles after the last register beat is taken. ``clear`` (a new instruction) starts over and
-drops a fold still in stage 1 (the instruction before's).
+Latency: three register stages. A ``fold`` (a register beat taken) registers the beat's two
+inputs as order keys with their flags (stage 1); the next cycle the better of the two is
+registered (stage 2, the pair); the cycle after, that one is compared with the kept value and
+the running value is updated (stage 3). Each stage is one comparator deep at most, and the
+loop that carries the kept value holds one comparator and one 2:1 select, so it is not the
+unit's longest path. ``redval`` is combinational from the kept value, so it is whole
+:attr:`TmemReduce.LATENCY` cycles after the last register beat is taken. ``clear`` (a new
+instruction) starts over and drops the folds still in stages 1 and 2 (the instruction
+before's).
 
 The reduction as defined in docs/ARCHITECTURE.md: .u32 / .s32 compare as integers; .f32
 orders −0.0 below +0.0, skips NaN inputs (a NaN result only when every input is NaN, or with
@@ -51,7 +54,7 @@ class TmemReduce(wiring.Component):
     """
 
     #: cycles from a fold to ``redval`` holding it
-    LATENCY = 2
+    LATENCY = 3
 
     def __init__(self):
         super().__init__({
@@ -69,11 +72,9 @@ class TmemReduce(wiring.Component):
         # (no XOR after the comparator); equal keys are equal values, so taking either is the same
         flip = self.red_max.replicate(32)
 
-        def better(new_key, old_key):
-            return new_key < old_key
-        # stage 1 holds a fold (not one of the instruction before a clear)
-        pend = Signal(name="red_pend")
-        m.d.sync += pend.eq(self.fold & ~self.clear)
+        # stages 1 and 2 hold a fold (not one of the instruction before a clear)
+        pend1, pend2 = Signal(name="red_pend1"), Signal(name="red_pend2")
+        m.d.sync += [pend1.eq(self.fold & ~self.clear), pend2.eq(pend1 & ~self.clear)]
         for t in range(LANES):
             # stage 1: the inputs' keys, whether each is a value (present, not NaN) and whether
             # either is a NaN
@@ -92,24 +93,28 @@ class TmemReduce(wiring.Component):
             with m.If(self.fold):
                 m.d.sync += [s1.key0.eq(keys[0]), s1.key1.eq(keys[1]), s1.ok0.eq(ok[0]), s1.ok1.eq(ok[1]),
                              s1.nan.eq(nan_now[0] | nan_now[1])]
-            # stage 2: against the kept key
+            # stage 2: the better of the pair (the second input when the first is no value)
+            s2 = Signal(data.StructLayout({"key": 32, "ok": 1, "nan": 1}), name=f"red_s2_{t}", reset_less=True)
+            second = Signal(name=f"second{t}")
+            m.d.comb += second.eq(s1.ok1 & (~s1.ok0 | (s1.key1 < s1.key0)))
+            with m.If(pend1):
+                m.d.sync += [s2.key.eq(Mux(second, s1.key1, s1.key0)), s2.ok.eq(s1.ok0 | s1.ok1),
+                             s2.nan.eq(s1.nan)]
+            # stage 3: against the kept key
             # the key kept so far (inverted for .max); no reset: read only once ``seen``
             best = Signal(32, name=f"best{t}", reset_less=True)
             seen = Signal(name=f"seen{t}")          # a non-NaN value was kept
             nan_in = Signal(name=f"nan_in{t}")      # a NaN input was seen
-            take0, take1 = Signal(name=f"take{t}_0"), Signal(name=f"take{t}_1")
-            m.d.comb += [take0.eq(s1.ok0 & (~seen | better(s1.key0, best))),
-                         # the second input against what the first fold kept
-                         take1.eq(s1.ok1 & (~(seen | take0) | Mux(take0, better(s1.key1, s1.key0),
-                                                                  better(s1.key1, best))))]
-            # the kept key follows every fold, a clear's included: a clear empties ``seen``, so
-            # that key is never read (and its 1,024 enables wait on a register, not on the clear)
-            with m.If(pend):
-                m.d.sync += best.eq(Mux(take1, s1.key1, Mux(take0, s1.key0, best)))
+            take = Signal(name=f"take{t}")
+            m.d.comb += take.eq(s2.ok & (~seen | (s2.key < best)))
+            # a fold in a clear's cycle may still write the kept key: the clear empties ``seen``,
+            # so that key is never read (and the key's enables wait on no clear)
+            with m.If(pend2 & take):
+                m.d.sync += best.eq(s2.key)
             with m.If(self.clear):
                 m.d.sync += [seen.eq(0), nan_in.eq(0)]
-            with m.Elif(pend):
-                m.d.sync += [seen.eq(seen | take0 | take1), nan_in.eq(nan_in | s1.nan)]
+            with m.Elif(pend2):
+                m.d.sync += [seen.eq(seen | take), nan_in.eq(nan_in | s2.nan)]
             # the kept value from its key (the key's transform is its own inverse but for the
             # sign bit, read back first)
             key = best ^ flip

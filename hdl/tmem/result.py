@@ -64,7 +64,8 @@ class TmemResult(wiring.Component):
         # 0 register beats, 1 redval beat, 2 completion / refusal beat, 3 the last register beat's
         # fold on its way (the redval beat follows once the reduction holds it)
         state = Signal(range(4))
-        assert TmemReduce.LATENCY == 2, "one cycle of state 3 covers the reduction's second stage"
+        # the cycles state 3 lasts: the reduction's stages after the one the fold is taken in
+        red_wait = Signal(range(TmemReduce.LATENCY), name="red_wait")
         # a .red load's last register beat and its redval beat keep the next instruction's
         # beats back (the redval beat does not come from the beat register)
         redval_ahead = Signal()
@@ -91,9 +92,11 @@ class TmemResult(wiring.Component):
             with m.Case(0):
                 m.d.comb += [res.kind.eq(Kind.REGS), res.last.eq(self.beat.final & ~res_ctx.red)]
                 with m.If(res_taken & self.beat.final & res_ctx.red):
-                    m.d.sync += state.eq(3)
+                    m.d.sync += [state.eq(3), red_wait.eq(TmemReduce.LATENCY - 2)]
             with m.Case(3):
-                m.d.sync += [state.eq(1), res_valid.eq(1)]
+                m.d.sync += red_wait.eq(red_wait - 1)
+                with m.If(red_wait == 0):
+                    m.d.sync += [state.eq(1), res_valid.eq(1)]
             with m.Case(1):
                 m.d.comb += [res.kind.eq(Kind.REDVAL), res.last.eq(1), res.data[0].eq(reduce.redval)]
             with m.Case(2):
