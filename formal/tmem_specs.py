@@ -323,8 +323,10 @@ TMEM_SPECS = {
     "broken_tmem_gather": (lambda: TmemGatherSpec(_load_rows("32x32b"), _BrokenGather), "bmc", 3, "must FAIL"),
     "tmem_scatter": (lambda: TmemScatterSpec(), "bmc", 2,
                      "every store row, loaded as a first row or a successor, and all data (lane offset 0)"),
-    "tmem_reduce": (lambda: TmemReduceSpec(), "bmc", 5, "the reduction for all values, types and flags (its two stages)"),
-    "broken_tmem_reduce": (lambda: TmemReduceSpec(_BrokenReduce), "bmc", 5, "must FAIL"),
+    # depth: a clear, two folds, the reduction's stages and the check
+    "tmem_reduce": (lambda: TmemReduceSpec(), "bmc", 3 + TmemReduce.LATENCY,
+                    "the reduction for all values, types and flags (its three stages)"),
+    "broken_tmem_reduce": (lambda: TmemReduceSpec(_BrokenReduce), "bmc", 3 + TmemReduce.LATENCY, "must FAIL"),
     "tmem_streams": (lambda: TmemStreamRules(), "bmc", 8, "a quadrant's streams, bounded"),
     "tmem_streams_cover": (lambda: TmemStreamRules(), "cover", 12, "a store completes"),
 }
