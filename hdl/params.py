@@ -109,6 +109,12 @@ class Params:
     shared_window_base, shared_window_bytes : int
         The shared-memory window of generic addresses: a generic wmma.load address inside it is
         the shared-memory offset ``address - shared_window_base``; any other is global.
+    dsp_multipliers : bool
+        How the address stage builds a wmma.load's line offsets (line × stride): False, as
+        carry-save partial products (standard cells: no multiplier and no carry chain before
+        the first register); True, one multiplier a slot, for an FPGA's DSP blocks (the ECP5's
+        MULT18X18D), which would otherwise spend LUTs on every full adder. The same cycles either
+        way.
 
     Raises
     ------
@@ -131,6 +137,7 @@ class Params:
     global_bytes: int = 0xFF00_0000
     shared_window_base: int = 0xFF00_0000
     shared_window_bytes: int = 1 << 24
+    dsp_multipliers: bool = False
 
     def __post_init__(self):
         for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
@@ -184,6 +191,8 @@ class Params:
         for name in ("global", "shared_window"):
             if getattr(self, f"{name}_base") + getattr(self, f"{name}_bytes") > 1 << 32:
                 raise ValueError(f"{name}_base + {name}_bytes must be at most 2**32 (32-bit addresses)")
+        if not isinstance(self.dsp_multipliers, bool):
+            raise ValueError(f"dsp_multipliers must be True or False, not {self.dsp_multipliers!r}")
         if self.shared_window_bytes < self.smem_bytes:
             raise ValueError(f"shared_window_bytes must be at least smem_bytes = {self.smem_bytes}, "
                              f"not {self.shared_window_bytes}")

@@ -56,6 +56,10 @@ class AddressStage(wiring.Component):
       and zero the second.
     - **X2**: the two vectors added: one adder a slot.
 
+    With ``dsp_multipliers`` (an FPGA build) X1 instead registers the line offset as a product
+    (a multiplier a slot, which the FPGA's DSP blocks take) and the matrix address plus the
+    chunk's offset as the second vector; X2 is the same.
+
     The checks passed the span (every chunk lies in shared memory, or in the 32-bit global
     space), so addresses are ``pass_addr_bits`` wide and wrap nowhere.
 
@@ -99,9 +103,12 @@ class AddressStage(wiring.Component):
             m.d.sync += x1_pass.eq(ps.pass_)
             for s in range(R):
                 line = getattr(ps.index, f"line{s}")
-                terms = [Mux(line[j], (ps.stride_bytes << j)[:aw], 0) for j in range(len(line))]
-                terms += [ps.base, mux_tree(getattr(ps.index, f"chunk{s}"), [c * ROW_BYTES for c in chunks[s]])]
-                terms = _reduce(terms, aw)
+                chunk_offset = mux_tree(getattr(ps.index, f"chunk{s}"), [c * ROW_BYTES for c in chunks[s]])
+                if p.dsp_multipliers:
+                    terms = [(line * ps.stride_bytes)[:aw], (ps.base + chunk_offset)[:aw]]
+                else:
+                    terms = [Mux(line[j], (ps.stride_bytes << j)[:aw], 0) for j in range(len(line))]
+                    terms = _reduce(terms + [ps.base, chunk_offset], aw)
                 m.d.sync += [x1_sum[s].eq(Mux(wmma, terms[0], ps.pass_.addr[s])),
                              x1_carry[s].eq(Mux(wmma, terms[1], 0))]
         # X2: one adder a slot

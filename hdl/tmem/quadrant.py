@@ -138,6 +138,7 @@ class TmemQuadrant(wiring.Component):
         dec = decode.decoded
         check, ins = dec.payload, dec.payload.instr
         is_store, refusing = Signal(), Signal()                 # refusing: drain, then one beat
+        store_writes = Signal(name="store_writes", attrs={"keep": 1})
         lane_off, wide = Signal(range(LANES + 1)), Signal()     # wide: 32x32b
         issued_all, written_all = Signal(), Signal()
         accept, early, issuing, writing = Signal(), Signal(), Signal(), Signal()
@@ -155,7 +156,10 @@ class TmemQuadrant(wiring.Component):
         m.d.comb += [steps.start.eq(accept), steps.first.eq(check.first), steps.cls.eq(check.cls),
                      steps.periods.eq(check.periods), steps.advance.eq(issuing | writing)]
         m.d.comb += [issuing.eq(busy & ~is_store & ~refusing & ~issued_all & load.can_issue),
-                     writing.eq(busy & is_store & ~refusing & store.held_valid),
+                     # a store's beat is written while it is held (``store_writes``: a store,
+                     # not refused, from its acceptance to its last write; from a register of its
+                     # own, so that the held beat's enables do not wait on the refusal's decode)
+                     writing.eq(store_writes & store.held_valid),
                      # the next instruction may come in with a load's last step (its steps start
                      # next cycle)
                      early.eq(busy & ~result.queued & ~is_store & ~refusing &
@@ -165,7 +169,6 @@ class TmemQuadrant(wiring.Component):
         # the write registers follow a store from its acceptance to its last write, and else
         # carry a copy's or a fill's writes: a register of its own, so that its fanout (every
         # bit of W's inputs) is not the store port's handshake's
-        store_writes = Signal(name="store_writes", attrs={"keep": 1})
         with m.If(writing & steps.final):
             m.d.sync += [written_all.eq(1), store_writes.eq(0)]
         with m.If(accept):      # after the above: a load's last step may issue as the next one comes in

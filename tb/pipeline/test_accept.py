@@ -154,12 +154,14 @@ def test_rows_and_matrices_past_smem_size_are_refused(text, addr, size, expect):
     ("wmma.load.b.sync.aligned.col.m8n32k16.global.f16", 0xFE12_3460, 4088, Space.GLOBAL),
     ("wmma.load.a.sync.aligned.row.m32n8k16.global.s8", 0x8000_0020, 65520, Space.GLOBAL),
 ])
-def test_every_chunk_address(text, base, stride, space):
+@pytest.mark.parametrize("dsp", [False, True], ids=["carry_save", "dsp"])
+def test_every_chunk_address(text, base, stride, space, dsp):
     """Every slot of every pass holds its chunk's address, base + line · stride + 16 k, with
-    (line, k) from the form's pass table: the address stage's carry-save sum and its adder."""
+    (line, k) from the form's pass table: the address stage's carry-save sum and its adder, or
+    (``dsp_multipliers``) its multipliers and adders."""
     fid = _fid(text.replace(".global", ".shared") if space == Space.SHARED else text)
     inf = forms.info(fid)
-    got = passes_of(fid, [base] + [0] * 31, stride, space)
+    got = passes_of(fid, [base] + [0] * 31, stride, space, params=Params(smem_bytes=SMEM, dsp_multipliers=dsp))
     assert all(err == Error.NONE for err, *_ in got)
     got = [addrs for *_, addrs in got]
     sb = stride * inf.bits // 8
