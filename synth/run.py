@@ -55,7 +55,9 @@ import asic  # noqa: E402  (synth/asic.py, beside this file)
 
 
 def blocks(policy: str):
-    p = Params(schedule=policy, tmem_columns=0)
+    # the FPGA builds put the address stage's line offsets on DSP blocks (the ASIC blocks are
+    # built from their own parameters, below)
+    p = Params(schedule=policy, tmem_columns=0, dsp_multipliers=True)
     return {
         # the scheduler is as wide as the policy's window: 8 rows (h200, with the row
         # comparisons as inputs, as the unit uses it) or 32 (packed)
@@ -89,7 +91,7 @@ def blocks(policy: str):
         # default unit
         "copy": lambda: CopyStage(Params(schedule=policy)),
         # the whole unit: the shared-memory path, four 512-column quadrants and the copy stage
-        "unit_tmem": lambda: LoadStoreUnit(Params(schedule=policy)),
+        "unit_tmem": lambda: LoadStoreUnit(Params(schedule=policy, dsp_multipliers=True)),
     }
 
 
