@@ -52,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "synth"))
 import asic  # noqa: E402  (synth/asic.py, beside this file)
+import ecp5_area  # noqa: E402
 
 
 def blocks(policy: str):
@@ -281,6 +282,10 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
         "depth": int(ltp.group(1)) if ltp else None,
         "yosys_s": round(time.perf_counter() - t0, 1),
     }
+    if name.startswith("unit"):
+        # where the whole unit's cells go, by top-level component
+        comps = ecp5_area.by_component(json.loads((work / "top.json").read_text()))
+        res["by_component"] = {c: {k: n[k] for k in ecp5_area.KINDS} for c, n in comps.items()}
     if pnr:
         t1 = time.perf_counter()
         goal = policy == "h200" and name in GOAL_MHZ
@@ -318,6 +323,16 @@ def markdown(rows) -> str:
         body += (f"| {r['block']} | {r['policy']} | {r.get('mapping', 'synth_ecp5')} | {r['generic_cells']} | "
                  f"{r['lut4']} | {r['ff']} | {r['pfumx']} | {r['l6mux']} | {r['ccu2']} | {r['bram']} | "
                  f"{r.get('dsp', 0)} | {r['depth']} | {stage} | {fm} |\n")
+    for r in rows:
+        if r.get("by_component"):
+            body += (f"\n### {r['block']} ({r['policy']}), by top-level component\n\n"
+                     "A flip-flop, RAM or DSP cell counts for the component its output net is named after; "
+                     "a logic cell for the component of the nearest of those it feeds (so the logic "
+                     "between two stages counts for the later one; `top`: the block's own registers, "
+                     "the port registers among them).\n\n"
+                     "| component | " + " | ".join(ecp5_area.KINDS) + " |\n|---|" + "---|" * len(ecp5_area.KINDS) + "\n")
+            for c, n in r["by_component"].items():
+                body += f"| {c} | " + " | ".join(f"{n[k]:,}" for k in ecp5_area.KINDS) + " |\n"
     return head + body
 
 

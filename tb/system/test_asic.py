@@ -19,6 +19,7 @@ from tensorlsu.hdl.verilog.emit import verilog_text
 
 sys.path.insert(0, str(ROOT / "synth"))
 import asic  # noqa: E402
+import ecp5_area  # noqa: E402
 
 
 def test_asic_smoke(tmp_path):
@@ -350,3 +351,31 @@ def test_area_by_component_gives_logic_to_the_register_it_feeds():
     assert sum(c["logic_um2"] for c in got.values()) == kinds["logic_um2"]
     assert asic.component_path("dut.fetch$3.rows.lane3[0]_reg", 2) == "fetch.rows"
     assert asic.component_path("e_hc[0]_reg", 2) == "top"
+
+
+def test_ecp5_cells_by_component_go_to_the_register_they_feed():
+    """The same two stages in ECP5 cells: ``a.x`` → LUT → LUT → ``b.y``, a LUT shared by ``b.y``
+    (two LUTs on) and ``a.z`` (three on), a carry cell feeding only the output: each logic cell
+    goes to the nearest flip-flop it feeds, the flip-flops to the component their output net is
+    named after, and the counts add up to the netlist's."""
+    lut = {"type": "LUT4", "port_directions": {"A": "input", "B": "input", "Z": "output"}}
+    ff = {"type": "TRELLIS_FF", "port_directions": {"CLK": "input", "DI": "input", "Q": "output"}}
+    cells = {
+        "$ff1": dict(ff, connections={"CLK": [1], "DI": [9], "Q": [2]}),
+        "$l1": dict(lut, connections={"A": [2], "B": [2], "Z": [3]}),
+        "$shared": dict(lut, connections={"A": [2], "B": [2], "Z": [4]}),
+        "$l2": dict(lut, connections={"A": [3], "B": [4], "Z": [5]}),
+        "$ff2": dict(ff, connections={"CLK": [1], "DI": [5], "Q": [6]}),
+        "$l4": dict(lut, connections={"A": [4], "B": [4], "Z": [11]}),
+        "$l3": dict(lut, connections={"A": [11], "B": [11], "Z": [7]}),
+        "$ff3": dict(ff, connections={"CLK": [1], "DI": [7], "Q": [8]}),
+        "$carry": {"type": "CCU2C", "port_directions": {"A0": "input", "S0": "output"},
+                   "connections": {"A0": [6], "S0": [10]}},
+    }
+    names = {"a.x": {"bits": [2]}, "b$3.y": {"bits": [6]}, "a.z": {"bits": [8]}, "out": {"bits": [10]}}
+    netlist = {"modules": {"top": {"ports": {}, "cells": cells, "netnames": names}}}
+    got = ecp5_area.by_component(netlist)
+    assert list(got) == ["b", "a", "top"]
+    assert (got["b"]["LUT4"], got["b"]["TRELLIS_FF"]) == (3, 1)
+    assert (got["a"]["LUT4"], got["a"]["TRELLIS_FF"]) == (2, 2)
+    assert got["top"]["CCU2C"] == 1 and got["top"]["LUT4"] == 0
