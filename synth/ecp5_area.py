@@ -1,9 +1,10 @@
 """Where an ECP5 netlist's cells go: LUT4, flip-flops, carry cells, wide multiplexers, LUT RAM,
 block RAM and DSP blocks per component of the design, from the JSON netlist Yosys writes.
 
-A flip-flop, RAM or DSP cell belongs to the component named by the net it drives (the first part
-of ``fetch.rows.lane3``: ``fetch``; Amaranth's ``$N`` suffixes dropped; a name without a dot, such
-as a port register's, is ``top``'s). A logic cell belongs to the component of the nearest of those
+A flip-flop, RAM or DSP cell belongs to the component in its name (Yosys names a block RAM after
+its memory, a flip-flop after its net), or where Yosys made the name up, in the name of the net it
+drives (the first part of ``fetch.rows.lane3``: ``fetch``; Amaranth's ``$N`` suffixes dropped; a
+name without a dot, such as a port register's, is ``top``'s). A logic cell belongs to the component of the nearest of those
 cells whose inputs it feeds (a breadth-first search backwards from all of them at once; a cell
 that feeds several goes to the first reached, so shared logic is counted once); logic that feeds
 only the block's outputs is ``top``'s. So the logic between two stages counts for the later one.
@@ -51,7 +52,8 @@ def by_component(netlist: dict, top: str = "top", depth: int = 1) -> dict[str, C
             continue
         outs = [b for pin, bits in cell["connections"].items()
                 if cell["port_directions"].get(pin) == "output" for b in bits if isinstance(b, int)]
-        owner[cname] = _component(next((bit_name[b] for b in outs if b in bit_name), cname), depth)
+        named = cname if not cname.startswith("$") else next((bit_name[b] for b in outs if b in bit_name), cname)
+        owner[cname] = _component(named, depth)
         frontier.append(cname)
     while frontier:
         nxt = []

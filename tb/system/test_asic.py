@@ -361,7 +361,7 @@ def test_ecp5_cells_by_component_go_to_the_register_they_feed():
     lut = {"type": "LUT4", "port_directions": {"A": "input", "B": "input", "Z": "output"}}
     ff = {"type": "TRELLIS_FF", "port_directions": {"CLK": "input", "DI": "input", "Q": "output"}}
     cells = {
-        "$ff1": dict(ff, connections={"CLK": [1], "DI": [9], "Q": [2]}),
+        "a.x_TRELLIS_FF_Q": dict(ff, connections={"CLK": [1], "DI": [9], "Q": [2]}),
         "$l1": dict(lut, connections={"A": [2], "B": [2], "Z": [3]}),
         "$shared": dict(lut, connections={"A": [2], "B": [2], "Z": [4]}),
         "$l2": dict(lut, connections={"A": [3], "B": [4], "Z": [5]}),
