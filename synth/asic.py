@@ -582,6 +582,32 @@ def area_by_kind(netlist: dict, areas: dict[str, float], ms: list[Macro], top: s
     return out
 
 
+def give_to_nearest(cells: dict, owner: dict[str, str]) -> None:
+    """Extend ``owner`` (cell name → component, given for the registers, memories and kept
+    instances) to every cell that feeds one of them: each goes to the nearest owned cell whose
+    inputs it reaches (a breadth-first search backwards from all owned cells at once; a cell
+    that feeds several goes to the first reached, so shared logic is counted once)."""
+    driver: dict[int, str] = {}
+    for cname, cell in cells.items():
+        for pin, bits in cell["connections"].items():
+            if cell["port_directions"].get(pin) == "output":
+                driver.update((b, cname) for b in bits if isinstance(b, int))
+    frontier = list(owner)
+    while frontier:
+        nxt = []
+        for cname in frontier:
+            cell = cells[cname]
+            for pin, bits in cell["connections"].items():
+                if cell["port_directions"].get(pin) != "input":
+                    continue
+                for b in bits:
+                    src = driver.get(b) if isinstance(b, int) else None
+                    if src is not None and src not in owner:
+                        owner[src] = owner[cname]
+                        nxt.append(src)
+        frontier = nxt
+
+
 #: how deep the area report names components (``fetch.rows``, ``tmem0.store``)
 COMPONENT_DEPTH = 2
 
@@ -614,13 +640,7 @@ def area_by_component(netlist: dict, areas: dict[str, float], ms: list[Macro], t
     def add(comp, kind, area):
         row = out.setdefault(comp, {"logic_um2": 0.0, "ff_um2": 0.0, "macro_um2": 0.0})
         row[kind] += area
-    driver: dict[int, str] = {}
-    for cname, cell in cells.items():
-        for pin, bits in cell["connections"].items():
-            if cell["port_directions"].get(pin) == "output":
-                driver.update((b, cname) for b in bits if isinstance(b, int))
     owner: dict[str, str] = {}
-    frontier = []
     for cname, cell in cells.items():
         t = cell["type"]
         if t in macro_area:
@@ -639,22 +659,7 @@ def area_by_component(netlist: dict, areas: dict[str, float], ms: list[Macro], t
                 kinds = area_by_kind(netlist, areas, ms, t)
                 for k in ("logic_um2", "ff_um2", "macro_um2"):
                     add(cname, k, kinds[k])
-        else:
-            continue
-        frontier.append(cname)
-    while frontier:
-        nxt = []
-        for cname in frontier:
-            cell = cells[cname]
-            for pin, bits in cell["connections"].items():
-                if cell["port_directions"].get(pin) != "input":
-                    continue
-                for b in bits:
-                    src = driver.get(b) if isinstance(b, int) else None
-                    if src is not None and src not in owner:
-                        owner[src] = owner[cname]
-                        nxt.append(src)
-        frontier = nxt
+    give_to_nearest(cells, owner)
     for cname, cell in cells.items():
         t = cell["type"]
         if t in areas and not t.startswith("DFF"):

@@ -326,7 +326,7 @@ def markdown(rows) -> str:
     for r in rows:
         if r.get("by_component"):
             body += (f"\n### {r['block']} ({r['policy']}), by top-level component\n\n"
-                     "A flip-flop, RAM or DSP cell counts for the component its output net is named after; "
+                     "A flip-flop, RAM or DSP cell counts for the component it (or its output net) is named after; "
                      "a logic cell for the component of the nearest of those it feeds (so the logic "
                      "between two stages counts for the later one; `top`: the block's own registers, "
                      "the port registers among them).\n\n"
