@@ -143,13 +143,18 @@ class TmemScatterSpec(Elaboratable):
         m = Module()
         d = m.submodules.dut = TmemScatter()
         sch = schedule()
-        for sig in (d.beat, d.var, d.first_var, d.lane_off, d.start, d.advance):
+        # the sequencer's row and the decode stage's class, as indices (given one-hot)
+        var, cls = Signal(range(len(sch.variants)), name="var"), Signal(range(len(sch.keys)), name="cls")
+        for sig in (d.beat, var, cls, d.lane_off, d.start, d.advance):
             m.d.comb += Value.cast(sig).eq(AnySeq(len(Value.cast(sig))))
-        m.d.comb += Assume(d.lane_off <= (HALF if self.all_offsets else 0))
+        m.d.comb += [Assume(var < len(sch.variants)), Assume(cls < len(sch.keys)),
+                     d.var_hot.eq(1 << var), d.cls_hot.eq(1 << cls),
+                     Assume(d.lane_off <= (HALF if self.all_offsets else 0))]
         # the selects are registers: in the first cycle the row is loaded (an instruction's
         # first, or the one after a row), in the second its words are checked
-        checking, row = Signal(name="checking"), Signal.like(d.var, name="row")
-        m.d.sync += [checking.eq(1), row.eq(Mux(d.start, d.first_var, Array(Const(x, len(d.var)) for x in successors())[d.var]))]
+        checking, row = Signal(name="checking"), Signal.like(var, name="row")
+        m.d.sync += [checking.eq(1), row.eq(Mux(d.start, Array(Const(x, len(var)) for x in sch.first)[cls],
+                                                Array(Const(x, len(var)) for x in successors())[var]))]
         with m.If(~checking):
             m.d.comb += Assume(d.start | d.advance)
         with m.Else():

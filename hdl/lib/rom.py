@@ -11,10 +11,10 @@ FPGA mapping (no multiplexer to cover) nor the solvers handle well.
 
 from __future__ import annotations
 
-from amaranth import Array, Mux, Signal
+from amaranth import Array, Cat, Const, Mux, Signal
 from amaranth.lib import data
 
-__all__ = ["rom", "select", "candidates", "selects"]
+__all__ = ["rom", "rom_hot", "select", "candidates", "selects", "selects_ahead"]
 
 
 def rom(m, index, fields: dict, name: str):
@@ -64,17 +64,33 @@ def _select_columns(cands, table, rows: int):
     return columns, column_of
 
 
+def rom_hot(m, hot, fields: dict, name: str):
+    """:func:`rom` indexed by a one-hot ``hot`` (bit ``i`` high: row ``i``; none high: all
+    zero): each bit of the row is the OR of the ``hot`` bits of the rows that set it. No index
+    is decoded, so a bit lies a balanced OR tree behind the register that holds ``hot``."""
+    layout = data.StructLayout({k: shape for k, (shape, _) in fields.items()})
+    rows = len(next(iter(fields.values()))[1])
+    assert all(len(v) == rows for _, v in fields.values()), "tables of different lengths"
+    assert len(hot) == rows, "one bit of the index a row"
+    words = [layout.const({k: v[r] for k, (_, v) in fields.items()}).as_value().value for r in range(rows)]
+    out = Signal(layout, name=name)
+    bits = [Cat(*[hot[r] for r in range(rows) if words[r] >> b & 1]).any() if any(w >> b & 1 for w in words)
+            else Const(0, 1) for b in range(layout.size)]
+    m.d.comb += out.as_value().eq(Cat(*bits))
+    return out
+
+
 def selects_ahead(m, cands, table, rows: int, name: str, loads) -> dict:
     """:func:`selects`, registered and read a cycle ahead: ``loads`` is a list of
-    ``(strobe, index, order)`` in priority order; at an edge where ``strobe`` is high the
-    selects of row ``order[index]`` (``order`` a list of rows, or None: row ``index``) are
-    loaded. So the selects are flip-flops and the table lookup lies in the cycle before."""
+    ``(strobe, hot, order)`` in priority order; at an edge where ``strobe`` is high the
+    selects of row ``order[i]`` are loaded, ``i`` the high bit of the one-hot ``hot``. So the
+    selects are flip-flops, and in the cycle before them lies an OR tree a bit
+    (:func:`rom_hot`), no decoded index."""
     columns, column_of = _select_columns(cands, table, rows)
     looked = []
-    for k, (strobe, index, order) in enumerate(loads):
-        rows_of = list(range(rows)) if order is None else list(order)
-        looked.append((strobe, rom(m, index, {field: (range(n + 1), [col[r] for r in rows_of])
-                                              for col, (field, n) in columns.items()}, f"{name}_{k}")))
+    for k, (strobe, hot, order) in enumerate(loads):
+        looked.append((strobe, rom_hot(m, hot, {field: (range(n + 1), [col[r] for r in order])
+                                                for col, (field, n) in columns.items()}, f"{name}_{k}")))
     held = Signal.like(looked[0][1], name=f"{name}_held")
     for k, (strobe, sels) in enumerate(looked):
         with (m.If if k == 0 else m.Elif)(strobe):

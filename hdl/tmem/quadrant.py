@@ -201,7 +201,7 @@ class TmemQuadrant(wiring.Component):
         m.d.comb += [store.start.eq(accept), store.nregs.eq(check.nregs), store.take.eq(busy & is_store),
                      store.stores.eq(store_writes),
                      store.refusing.eq(refusing), store.writing.eq(writing), store.last_step.eq(steps.last_step),
-                     store.var.eq(steps.var), store.first_var.eq(check.first.var), store.advance.eq(steps.advance),
+                     store.var_hot.eq(steps.var_hot), store.cls_hot.eq(check.first.cls_hot), store.advance.eq(steps.advance),
                      store.on.eq(steps.on), store.wide.eq(wide),
                      store.lane_off.eq(lane_off), store.parity.eq(parity),
                      store.copy.eq(self.copy.valid)]

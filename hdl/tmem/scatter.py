@@ -2,9 +2,11 @@
 writes.
 
 Combinational (latency 0) from the beat held for the step (two registers, or one) and the
-step's selects, which are registers: the step table's row (``var``) is followed as the
-sequencer walks it (``start`` with the instruction's first row, ``advance``), and each row's
-selects are read from their table a cycle ahead. Gives the words to write (one column of all 32 lanes per
+step's selects, which are registers: the step table's row is followed as the sequencer
+walks it (``start`` with the first row of the instruction's class, ``advance``), and each
+row's selects are read from their table a cycle ahead, indexed one-hot (the class and the
+row, registers of the decode stage and the sequencer) so that only an OR tree lies in front
+of them. Gives the words to write (one column of all 32 lanes per
 access of the step) and, per access, which lanes to write. With .unpack::16b a register's halves go to the low 16 bits of
 two columns, whose upper 16 bits are written zero (docs/ARCHITECTURE.md).
 
@@ -23,7 +25,7 @@ from ..lib.rom import candidates, select, selects_ahead
 from .lanes import to_physical
 from .plan import BANKS, accesses, schedule
 from .records import LANES, beat_layout
-from .steps import successors
+from .steps import firsts, successors
 
 __all__ = ["TmemScatter", "sources"]
 
@@ -54,10 +56,11 @@ class TmemScatter(wiring.Component):
     -------
     beat : In(beat_layout())
         The beat's source registers of every thread (slot 1 unused in a one-register beat).
-    start, first_var : In
-        The sequencer starts an instruction at its row ``first_var`` at this edge.
-    advance, var : In
-        The sequencer moves on from its row ``var`` at this edge.
+    start, cls_hot : In
+        The sequencer starts an instruction of class ``cls_hot`` (one-hot) at its first row
+        at this edge.
+    advance, var_hot : In
+        The sequencer moves on from its row ``var_hot`` (one-hot) at this edge.
     wide : In(1)
         The form is 32x32b (all 32 lanes, from the quadrant's first).
     lane_off : In
@@ -69,11 +72,11 @@ class TmemScatter(wiring.Component):
 
     def __init__(self, banks: int = BANKS):
         self.banks = banks
-        nvar = len(schedule(banks).variants)
+        sch = schedule(banks)
         super().__init__({
             "beat": In(beat_layout()),
-            "start": In(1), "first_var": In(range(max(nvar, 2))),
-            "advance": In(1), "var": In(range(max(nvar, 2))),
+            "start": In(1), "cls_hot": In(len(sch.keys)),
+            "advance": In(1), "var_hot": In(len(sch.variants)),
             "wide": In(1),
             "lane_off": In(range(LANES + 1)),
             "words": Out(data.ArrayLayout(unsigned(32 * LANES), accesses(banks))),
@@ -85,7 +88,8 @@ class TmemScatter(wiring.Component):
         nvar = len(schedule(self.banks).variants)
         cands, table = sources(self.banks)
         sel_of = selects_ahead(m, cands, table, nvar, "selects",
-                               [(self.start, self.first_var, None), (self.advance, self.var, successors(self.banks))])
+                               [(self.start, self.cls_hot, firsts(self.banks)),
+                                (self.advance, self.var_hot, successors(self.banks))])
 
         for k in range(accesses(self.banks)):
             virt_word, virt_on = [], []

@@ -20,14 +20,14 @@ columns past the memory first).
 
 from __future__ import annotations
 
-from amaranth import Array, Const, Module, Mux, Signal, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.rom import rom
 from .plan import BANKS, MAX_REGS, accesses, schedule
 
-__all__ = ["TmemSteps", "ADDR_BITS", "first_layout", "first_step", "successors"]
+__all__ = ["TmemSteps", "ADDR_BITS", "first_layout", "first_step", "successors", "firsts"]
 
 #: Width of a step's column address (a 16-bit taddr column plus a 16-bit split, no wrap).
 ADDR_BITS = 18
@@ -62,6 +62,24 @@ def successors(banks: int = BANKS) -> list[int]:
     return [_next_row(sch, i) for i in range(len(sch.variants))]
 
 
+def firsts(banks: int = BANKS) -> list[int]:
+    """Each class's first row in the step table."""
+    return list(schedule(banks).first)
+
+
+def _hot_successor(var_hot, banks: int):
+    """The one-hot row after the one-hot row ``var_hot``: each bit the OR of its predecessors'."""
+    succ = successors(banks)
+    return Cat(*[Cat(*[var_hot[i] for i, s in enumerate(succ) if s == j]).any() for j in range(len(succ))])
+
+
+def _hot_first(cls_hot, banks: int):
+    """The one-hot first row of the one-hot class ``cls_hot``."""
+    first = firsts(banks)
+    return Cat(*[Cat(*[cls_hot[k] for k, f in enumerate(first) if f == j]).any()
+                 for j in range(len(schedule(banks).variants))])
+
+
 def _table(m, index, rows: list, banks: int, name: str):
     """Row ``rows[index]`` of the step table as a view of :func:`_row_layout`."""
     layout = _row_layout(banks)
@@ -73,10 +91,12 @@ def first_layout(banks: int = BANKS) -> data.StructLayout:
     """What ``start`` loads: the first row (its index ``var``, its fields, its addresses, the
     last-of-the-instruction mark), the row after it (``var_next``, ``row_next``) and the
     running sums (``base``: taddr's column; ``base2``: one period on; ``_split``: plus
-    immHalfSplitoff)."""
-    nvar = range(max(len(schedule(banks).variants), 2))
+    immHalfSplitoff); the class one-hot (``cls_hot``: the store's selects are read from it)."""
+    sch = schedule(banks)
+    nvar = range(max(len(sch.variants), 2))
     return data.StructLayout({
-        "var": nvar, "row": _row_layout(banks), "var_next": nvar, "row_next": _row_layout(banks),
+        "var": nvar, "cls_hot": unsigned(len(sch.keys)), "row": _row_layout(banks),
+        "var_next": nvar, "row_next": _row_layout(banks),
         "addr": data.ArrayLayout(unsigned(ADDR_BITS), accesses(banks)), "final": 1,
         **{k: unsigned(ADDR_BITS) for k in ("base", "base_split", "base2", "base2_split")}})
 
@@ -91,7 +111,7 @@ def first_step(m, banks: int, cls, periods, col, col_split, name: str):
     row_at = _table(m, cls, [sch.variants[f] for f in sch.first], banks, f"{name}_first")
     seconds = [_next_row(sch, f) for f in sch.first]
     period_cols = Array(Const(pl.period_cols, unsigned(9)) for pl in sch.plans)[cls]
-    m.d.comb += [out.var.eq(var), out.row.eq(row_at),
+    m.d.comb += [out.var.eq(var), out.row.eq(row_at), out.cls_hot.eq(Cat(*[cls == k for k in range(len(sch.keys))])),
                  out.var_next.eq(Array(Const(v, out.var.shape()) for v in seconds)[cls]),
                  out.row_next.eq(_table(m, cls, [sch.variants[v] for v in seconds], banks, f"{name}_second")),
                  out.base.eq(col), out.base_split.eq(col_split),
@@ -112,8 +132,9 @@ class TmemSteps(wiring.Component):
         Its class and the periods of its class's steps it runs.
     advance : In(1)
         The current step was issued: go to the next.
-    var : Out
-        The current row of :func:`~tensorlsu.hdl.tmem.plan.schedule`.
+    var, var_hot : Out
+        The current row of :func:`~tensorlsu.hdl.tmem.plan.schedule`, and one-hot (what the
+        store's selects are read from, a cycle ahead).
     addr, on : Out
         Per port, the column of the current step and whether the port is used.
     last_step, final : Out(1)
@@ -130,7 +151,7 @@ class TmemSteps(wiring.Component):
             "start": In(1), "first": In(first_layout(banks)), "cls": In(range(max(len(sch.keys), 2))),
             "periods": In(range(MAX_REGS + 1)),
             "advance": In(1),
-            "var": Out(range(max(len(sch.variants), 2))),
+            "var": Out(range(max(len(sch.variants), 2))), "var_hot": Out(len(sch.variants)),
             "addr": Out(data.ArrayLayout(unsigned(ADDR_BITS), ports)), "on": Out(ports),
             "last_step": Out(1), "final": Out(1),
             "reg": Out(range(MAX_REGS)), "reg2": Out(range(MAX_REGS)), "two": Out(1),
@@ -166,6 +187,7 @@ class TmemSteps(wiring.Component):
                          cls.eq(self.cls), period.eq(0), periods.eq(self.periods),
                          base.eq(f.base), base_split.eq(f.base_split), base2.eq(f.base2),
                          base2_split.eq(f.base2_split), first_reg.eq(0), self.final.eq(f.final),
+                         self.var_hot.eq(_hot_first(f.cls_hot, self.banks)),
                          *[self.addr[k].eq(f.addr[k]) for k in range(ports)],
                          self.reg.eq(f.row.reg), self.reg2.eq(f.row.reg2)]
         with m.Elif(self.advance):
@@ -174,6 +196,7 @@ class TmemSteps(wiring.Component):
             period_next = Mux(wrap, period + 1, period)
             first_next = Mux(wrap, first_reg + period_regs[cls], first_reg)
             m.d.sync += [self.var.eq(nxt_var), row.eq(nxt), nxt_var.eq(var_after), nxt.eq(row_after),
+                         self.var_hot.eq(_hot_successor(self.var_hot, self.banks)),
                          *[self.addr[k].eq(Mux(nxt[f"half{k}"], bs, b) + nxt[f"off{k}"]) for k in range(ports)],
                          self.final.eq(nxt.last_step & nxt.last_beat & (period_next == periods - 1)),
                          self.reg.eq(first_next + nxt.reg), self.reg2.eq(first_next + nxt.reg2)]

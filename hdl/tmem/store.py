@@ -40,13 +40,13 @@ class TmemStore(wiring.Component):
         store is in flight whose beats are wanted; ``refusing``: it was refused.
     writing, last_step : In(1)
         The held beat is written this step; it is the beat's last step.
-    var, on, wide, lane_off : In
-        The step's placement (:class:`~tensorlsu.hdl.tmem.steps.TmemSteps`) and the form's.
+    var_hot, on, wide, lane_off : In
+        The step's row (one-hot) and placement (:class:`~tensorlsu.hdl.tmem.steps.TmemSteps`) and the form's.
     stores : In(1)
         The write registers follow the store (from its acceptance to its last write); else they
         carry the copy's or the fill's.
-    first_var, advance : In
-        The first row of the instruction ``start`` starts; the sequencer moves on (the
+    cls_hot, advance : In
+        The class (one-hot) of the instruction ``start`` starts; the sequencer moves on (the
         placement's selects follow the sequencer a cycle ahead).
     addr, parity : In
         The step's address of each bank port and each group's parity (the quadrant's).
@@ -79,7 +79,7 @@ class TmemStore(wiring.Component):
             "store": In(stream.Signature(beat_layout())),
             "start": In(1), "nregs": In(range(MAX_REGS + 1)), "take": In(1), "refusing": In(1), "stores": In(1),
             "writing": In(1), "last_step": In(1),
-            "var": In(range(max(nvar, 2))), "first_var": In(range(max(nvar, 2))), "advance": In(1),
+            "var_hot": In(nvar), "cls_hot": In(len(schedule(p.banks).keys)), "advance": In(1),
             "on": In(accesses(p.banks)), "wide": In(1),
             "lane_off": In(range(LANES + 1)),
             "addr": In(range(depth)).array(p.banks, ports), "parity": In(ports),
@@ -103,8 +103,8 @@ class TmemStore(wiring.Component):
         pending_full = Signal()
         drain = Signal(range(store_beats(MAX_REGS) + 1))        # beats still to take
         held_valid, writing, done_beat = self.held_valid, self.writing, self.writing & self.last_step
-        m.d.comb += [scatter.beat.eq(held), scatter.var.eq(self.var), scatter.start.eq(self.start),
-                     scatter.first_var.eq(self.first_var), scatter.advance.eq(self.advance), scatter.wide.eq(self.wide),
+        m.d.comb += [scatter.beat.eq(held), scatter.var_hot.eq(self.var_hot), scatter.start.eq(self.start),
+                     scatter.cls_hot.eq(self.cls_hot), scatter.advance.eq(self.advance), scatter.wide.eq(self.wide),
                      scatter.lane_off.eq(self.lane_off), self.drained.eq(drain == 0)]
         enables = [scatter.lanes[k] & self.on[k].replicate(LANES) for k in range(len(self.on))]
         fill, fill_now = self.fill, Signal()
