@@ -41,6 +41,10 @@ def main(argv=None) -> int:
                     help="the global range wmma.load may read (0: no global port)")
     ap.add_argument("--shared-window-base", type=lambda x: int(x, 0), default=defaults.shared_window_base)
     ap.add_argument("--shared-window-bytes", type=lambda x: int(x, 0), default=defaults.shared_window_bytes)
+    ap.add_argument("--dsp-multipliers", action="store_true",
+                    help="an FPGA build: the address stage's line offsets on DSP multipliers")
+    ap.add_argument("--row-buffer-lutram", action="store_true",
+                    help="an FPGA build: the load row buffer in LUT RAM (h200 policy)")
     args = ap.parse_args(argv)
     if not (args.emit_verilog or args.wmma_layouts):
         ap.error("give --emit-verilog OUT.v or --wmma-layouts OUT.md")
@@ -55,7 +59,8 @@ def main(argv=None) -> int:
                    axi_outstanding=args.axi_outstanding, axi_burst=args.axi_burst,
                    axi_contexts=args.axi_contexts,
                    global_base=args.global_base, global_bytes=args.global_bytes,
-                   shared_window_base=args.shared_window_base, shared_window_bytes=args.shared_window_bytes)
+                   shared_window_base=args.shared_window_base, shared_window_bytes=args.shared_window_bytes,
+                   dsp_multipliers=args.dsp_multipliers, row_buffer_lutram=args.row_buffer_lutram)
     except ValueError as e:
         print(f"python -m tensorlsu.hdl: {e}", file=sys.stderr)
         return 2

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS, SMEM_BYTES
 
-__all__ = ["Params", "TmemParams", "DEEP_GLOBAL_PORT", "Policy", "POLICIES", "MAX_SMEM_BYTES", "ROW_BYTES",
-           "ROW_BITS", "GROUP_ROWS", "TMEM_LANES", "TMEM_QUADRANTS"]
+__all__ = ["ASYNC_MEMORY", "Params", "TmemParams", "DEEP_GLOBAL_PORT", "Policy", "POLICIES", "MAX_SMEM_BYTES",
+           "ROW_BYTES", "ROW_BITS", "GROUP_ROWS", "TMEM_LANES", "TMEM_QUADRANTS"]
 
 
 class Policy(str, enum.Enum):
@@ -36,6 +36,9 @@ ROW_BITS = 8 * ROW_BYTES
 #: Bank line a tcgen05.cp step reads: the eight 16-byte chunks of a core-matrix group, one a
 #: bank quad, in one cycle (docs/tcgen05-cp.md); the copy port needs lines of this size.
 COPY_LINE_BYTES = 8 * ROW_BYTES
+#: The attributes of a memory read asynchronously (an FPGA's LUT RAM): the Verilog emitter leaves it
+#: an array with them, where every other memory becomes an SRAM module (hdl/verilog/memories.py).
+ASYNC_MEMORY = {"ram_style": "distributed"}
 #: Lanes of one Tensor Memory quadrant (and threads of a warp).
 TMEM_LANES = 32
 #: Lane quadrants of Tensor Memory (warps of a warpgroup).
@@ -115,6 +118,12 @@ class Params:
         the first register); True, one multiplier a slot, for an FPGA's DSP blocks (the ECP5's
         MULT18X18D), which would otherwise spend LUTs on every full adder. The same cycles either
         way.
+    row_buffer_lutram : bool
+        How the result stage holds the load row buffer: False, as flip-flops read through a
+        multiplexer per window row (standard cells); True, as memories with asynchronous reads
+        (an FPGA's LUT RAM, the ECP5's DPR16X4), whose reads are those multiplexers
+        (:class:`~tensorlsu.hdl.pipeline.rowbuf.RowBufferMemory`). Needs one landing a cycle
+        into a block (the ``"h200"`` policy). The same cycles either way.
 
     Raises
     ------
@@ -138,6 +147,7 @@ class Params:
     shared_window_base: int = 0xFF00_0000
     shared_window_bytes: int = 1 << 24
     dsp_multipliers: bool = False
+    row_buffer_lutram: bool = False
 
     def __post_init__(self):
         for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
@@ -193,6 +203,11 @@ class Params:
                 raise ValueError(f"{name}_base + {name}_bytes must be at most 2**32 (32-bit addresses)")
         if not isinstance(self.dsp_multipliers, bool):
             raise ValueError(f"dsp_multipliers must be True or False, not {self.dsp_multipliers!r}")
+        if not isinstance(self.row_buffer_lutram, bool):
+            raise ValueError(f"row_buffer_lutram must be True or False, not {self.row_buffer_lutram!r}")
+        if self.row_buffer_lutram and self.schedule is not Policy.H200:
+            raise ValueError("row_buffer_lutram needs the h200 policy (one landing a cycle into a block), "
+                             f"not {self.schedule}")
         if self.shared_window_bytes < self.smem_bytes:
             raise ValueError(f"shared_window_bytes must be at least smem_bytes = {self.smem_bytes}, "
                              f"not {self.shared_window_bytes}")

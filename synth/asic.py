@@ -218,7 +218,7 @@ def yosys_script(period_ps: int, macro_libs: list[str], stdlib: str, verilog: bo
         # no port of the unit reads and writes one memory line in a cycle (docs/ARCHITECTURE.md):
         # what a read returns on a collision is left open, so no bypass logic is built around
         # the macros
-        "setparam -set COLLISION_X_MASK 3 t:$memrd_v2; "
+        "setparam -set COLLISION_X_MASK 3 t:$memrd_v2 r:CLK_ENABLE=1 %i; "
         f"{read_macros}; hierarchy -top top; {KEEP_COPIES}; "
         + (f"setattr -mod -set keep_hierarchy 1 {keep}; " if keep else "") +
         # multipliers Booth-encoded, and the carries of adders and comparators as a Kogge-Stone

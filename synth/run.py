@@ -56,9 +56,10 @@ import ecp5_area  # noqa: E402
 
 
 def blocks(policy: str):
-    # the FPGA builds put the address stage's line offsets on DSP blocks (the ASIC blocks are
-    # built from their own parameters, below)
-    p = Params(schedule=policy, tmem_columns=0, dsp_multipliers=True)
+    # the FPGA builds put the address stage's line offsets on DSP blocks and (h200: one landing a
+    # cycle) the load row buffer in LUT RAM (the ASIC blocks are built from their own
+    # parameters, below)
+    p = Params(schedule=policy, tmem_columns=0, dsp_multipliers=True, row_buffer_lutram=policy == "h200")
     return {
         # the scheduler is as wide as the policy's window: 8 rows (h200, with the row
         # comparisons as inputs, as the unit uses it) or 32 (packed)
@@ -92,7 +93,7 @@ def blocks(policy: str):
         # default unit
         "copy": lambda: CopyStage(Params(schedule=policy)),
         # the whole unit: the shared-memory path, four 512-column quadrants and the copy stage
-        "unit_tmem": lambda: LoadStoreUnit(Params(schedule=policy, dsp_multipliers=True)),
+        "unit_tmem": lambda: LoadStoreUnit(replace(p, tmem_columns=Params.tmem_columns)),
     }
 
 
@@ -244,9 +245,10 @@ def synth(name: str, factory, policy: str, pnr: bool, pnr_timeout: float | None 
     # and dump run only while idle, one at a time), so what a read returns on a collision is
     # left open: without that, Yosys wraps every block RAM in collision logic (a 128-bit
     # register and multiplexer per quad). Amaranth has no way to say so; RTLIL does.
-    # (COLLISION_X_MASK has a bit per write port: all set, for the Tensor Memory's two.)
-    prep = ("read_rtlil top.il; chformal -remove; delete t:$print; setparam -set COLLISION_X_MASK 3 t:$memrd_v2; "
-            f"{asic.KEEP_COPIES}; ")
+    # (COLLISION_X_MASK has a bit per write port: all set, for the Tensor Memory's two. It is a
+    # clocked read's: an asynchronous one, the row buffer in LUT RAM, has no collision.)
+    prep = ("read_rtlil top.il; chformal -remove; delete t:$print; "
+            f"setparam -set COLLISION_X_MASK 3 t:$memrd_v2 r:CLK_ENABLE=1 %i; {asic.KEEP_COPIES}; ")
     (work / MUX_MAP.name).write_text(MUX_MAP.read_text())
     # The generic pass maps memories to flip-flops: for Tensor Memory (512 kbit a quadrant)
     # that exhausts Yosys's memory, so those blocks go straight to the ECP5 mapping.

@@ -27,6 +27,9 @@ from tensorlsu.hdl.params import Params, TmemParams
     ({"axi_contexts": 64}, "axi_contexts must be a power of two from 2 to 32, not 64"),
     ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
     ({"dsp_multipliers": 1}, "dsp_multipliers must be True or False, not 1"),
+    ({"row_buffer_lutram": "yes"}, "row_buffer_lutram must be True or False, not 'yes'"),
+    ({"row_buffer_lutram": True, "schedule": "packed"},
+     "row_buffer_lutram needs the h200 policy (one landing a cycle into a block), not packed"),
     ({"banks": 16}, "the tcgen05.cp port reads a step's 8 chunks of 16 bytes from 8 bank quads at once: it needs "
                     "banks * bank_bytes = 128, not 64 (build with tmem_columns=0 for no copy port)"),
 ])

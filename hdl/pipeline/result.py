@@ -23,6 +23,7 @@ from .records import (
     consts_layout,
     result_layout,
 )
+from .rowbuf import RowBufferMemory
 from .shuffle import ShuffleNetwork, ShuffleSelect, beat_rows, place_select, shuffle_select_layout
 
 __all__ = ["ResultStage", "entry_layout", "head_copy_layout"]
@@ -56,7 +57,9 @@ class ResultStage(wiring.Component):
     ahead).
 
     The row buffer is a ring of ``row_blocks`` blocks of 8 slots: an entry's slot ``s`` is ring
-    slot ``(8 · start + s) mod (8 · row_blocks)``. A load's beat leaves as soon as the rows it
+    slot ``(8 · start + s) mod (8 · row_blocks)``: flip-flops, or memories with asynchronous
+    reads with ``Params.row_buffer_lutram`` (:class:`~tensorlsu.hdl.pipeline.rowbuf.RowBufferMemory`,
+    the same cycles). A load's beat leaves as soon as the rows it
     reads have landed: the slots the head's next beat reads (``need``) and the blocks its
     remaining beats read (``rest``) are kept per entry and decoded one beat ahead, so that the
     result's valid is a register's bit (``head_ready``: the slots the head's next beat reads
@@ -151,7 +154,10 @@ class ResultStage(wiring.Component):
         self._finished = Signal(E, name="e_finished")
         # refused by a bus error: the entry is one pass of its instruction, not all of it
         self._bus_err = Signal(E, name="e_bus_err")
-        rowbuf = [Signal(ROW_BITS, name=f"e_row{i}", reset_less=True) for i in range(BLOCK * NB)]
+        if p.row_buffer_lutram:
+            rowbuf = m.submodules.rows = RowBufferMemory(lanes=R, blocks=NB)
+        else:
+            rowbuf = [Signal(ROW_BITS, name=f"e_row{i}", reset_less=True) for i in range(BLOCK * NB)]
         valid, head, tail = Signal(E, name="e_valid"), Signal(range(E), name="e_head"), \
             Signal(range(E), name="e_tail")
         e_set, e_clr = Signal(E), Signal(E)
@@ -287,7 +293,11 @@ class ResultStage(wiring.Component):
                 for w in range(p.windows):
                     with m.Case(w):
                         m.d.comb += land_all.eq(land.slots << (w * W))
-            for j in range(W):
+            if p.row_buffer_lutram:
+                # one landing a cycle, of one block (Params.row_buffer_lutram)
+                m.d.comb += [rowbuf.land_slots.eq(land.slots), rowbuf.land_block.eq(land.first),
+                             *[rowbuf.land_rows[j].eq(land_rows[j]) for j in range(W)]]
+            for j in range(0 if p.row_buffer_lutram else W):
                 # windows start at multiples of W // BLOCK blocks (packed: a pass)
                 for first in range(0, NB, W // BLOCK):
                     with m.If(land.slots[j] & (land.first == first)):
@@ -328,9 +338,16 @@ class ResultStage(wiring.Component):
         # the network reads one register: the form's table is looked up two beats ahead, and
         # the head's selects copied as the head moves on
         hc = self._hc
-        shuf = m.submodules.shuffle = ShuffleNetwork(lanes=R, blocks=NB, copies=self.SELECT_COPIES)
-        m.d.comb += [*[shuf.select[k].eq(self._head_select[k]) for k in range(self.SELECT_COPIES)],
-                     *[shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]]
+        shuf = m.submodules.shuffle = ShuffleNetwork(lanes=R, blocks=NB, copies=self.SELECT_COPIES,
+                                                     windowed=p.row_buffer_lutram)
+        m.d.comb += [shuf.select[k].eq(self._head_select[k]) for k in range(self.SELECT_COPIES)]
+        if p.row_buffer_lutram:
+            # window row w reads its block at the base of the select copy that row w's
+            # multiplexer would read
+            m.d.comb += [*[rowbuf.base[w].eq(self._head_select[w * self.SELECT_COPIES // R].base) for w in range(R)],
+                         *[shuf.window[w].eq(rowbuf.window[w]) for w in range(R)]]
+        else:
+            m.d.comb += [shuf.rows[i].eq(rowbuf[i]) for i in range(BLOCK * NB)]
         # the selects two beats ahead of the head's (its select2's next value as a beat leaves)
         after_select = m.submodules.after_select = ShuffleSelect(lanes=R, form_bits=FORM_BITS, blocks=NB)
         m.d.comb += [after_select.form.eq(hc.form), after_select.beat.eq(beat + 2), after_select.start.eq(hc.start)]

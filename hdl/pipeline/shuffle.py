@@ -202,31 +202,29 @@ class ShuffleNetwork(wiring.Component):
     the window's rows and the output's lanes are split evenly between them, so that no one
     flip-flop drives the whole network.
 
+    With ``windowed`` the window's rows come read already (``window``: row ``w`` is ring slot
+    ``8 · base + w``, from :class:`~tensorlsu.hdl.pipeline.rowbuf.RowBufferMemory`) instead of
+    the ring's ``rows``, and ``select.base`` is not read.
+
     Members
     -------
     select : In(ArrayLayout(shuffle_select_layout(blocks), copies))
-    rows : In(ArrayLayout(128, 8 · blocks))
+    rows : In(ArrayLayout(128, 8 · blocks)), without ``windowed``
+    window : In(ArrayLayout(128, 32)), with ``windowed``
     out : Out(32 * lanes)
     """
 
-    def __init__(self, *, lanes: int = 32, blocks: int = 4, copies: int = 1):
+    def __init__(self, *, lanes: int = 32, blocks: int = 4, copies: int = 1, windowed: bool = False):
         _check_blocks(lanes, blocks)
-        self.lanes, self.blocks, self.copies = lanes, blocks, copies
+        self.lanes, self.blocks, self.copies, self.windowed = lanes, blocks, copies, windowed
+        rows = {"window": In(data.ArrayLayout(unsigned(ROW_BITS), _WINDOW))} if windowed else \
+            {"rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks))}
         super().__init__({"select": In(data.ArrayLayout(shuffle_select_layout(blocks), copies)),
-                          "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
-                          "out": Out(32 * lanes)})
+                          **rows, "out": Out(32 * lanes)})
 
-    def elaborate(self, platform):
-        m = Module()
-        patterns, spans, rots = _plan()[:3]
+    def _window(self, m, patterns, spans):
+        """The window's rows, read from the ring's slots by the base."""
         nb, ring = self.blocks, BLOCK * self.blocks
-        n_out = 4 * self.lanes          # output bytes
-
-        def copy_for_row(w):
-            return self.select[w * self.copies // _WINDOW]
-
-        def copy_for_byte(i):
-            return self.select[i * self.copies // n_out]
         # Window row w is ring slot 8 · base + w. A pattern of span s starts at a multiple of
         # s (aligned starts, aligned spans), so row w only needs those bases.
         slot = [self.rows[i] for i in range(ring)]
@@ -236,9 +234,20 @@ class ShuffleNetwork(wiring.Component):
                     for b in range(0, nb, spans[k])}
             row = Signal(ROW_BITS, name=f"window{w}")
             if used:
-                m.d.comb += row.eq(mux_tree(copy_for_row(w).base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
+                base = self.select[w * self.copies // _WINDOW].base
+                m.d.comb += row.eq(mux_tree(base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
                                                    for b in range(nb)]))
             window.append(row)
+        return window
+
+    def elaborate(self, platform):
+        m = Module()
+        patterns, spans, rots = _plan()[:3]
+        n_out = 4 * self.lanes          # output bytes
+
+        def copy_for_byte(i):
+            return self.select[i * self.copies // n_out]
+        window = [self.window[w] for w in range(_WINDOW)] if self.windowed else self._window(m, patterns, spans)
         byte_of = {}                    # one Value per window byte, so equal options merge
 
         def src(row, byte):

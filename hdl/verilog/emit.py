@@ -83,10 +83,11 @@ def _ports(dut) -> dict:
     return ports
 
 
-#: Every attribute but ``keep``: a register kept as a copy of another (a select copied per
-#: slice of a wide multiplexer) must stay one in the integrator's synthesis; the others (enum
-#: names, Yosys's bookkeeping) say nothing to a reader or a tool.
-_KEEP_ONLY = re.compile(r"\(\*(?!\s*keep\b)[^()]*?\*\)[ \t]*\n?[ \t]*")
+#: Every attribute but ``keep`` and ``ram_style``: a register kept as a copy of another (a select
+#: copied per slice of a wide multiplexer) must stay one in the integrator's synthesis, and a
+#: memory read asynchronously is LUT RAM (ASYNC_MEMORY); the others (enum names, Yosys's
+#: bookkeeping) say nothing to a reader or a tool.
+_KEEP_ONLY = re.compile(r"\(\*(?!\s*(keep|ram_style)\b)[^()]*?\*\)[ \t]*\n?[ \t]*")
 
 
 def _convert(dut, name: str) -> str:
@@ -101,11 +102,13 @@ def _convert(dut, name: str) -> str:
         (Path(d) / "srams_map.v").write_text(memory_techmap(shapes))
         # every memory written to becomes its SRAM module (memories.py); one that does not fit fails
         # here. Tables read only (ROMs, which `proc` makes of constant case statements) stay arrays.
-        srams = ("setparam -set COLLISION_X_MASK 3 t:$memrd_v2; " if shapes else "")
+        # Memories read asynchronously (ASYNC_MEMORY) stay arrays.
+        srams = ("setparam -set COLLISION_X_MASK 3 t:$memrd_v2 r:CLK_ENABLE=1 %i; " if shapes else "")
         srams += "memory_collect; "
+        sync = "t:$mem_v2 a:ram_style=distributed %d"
         # (never flip-flops, whatever a module costs: -logic-cost-ram above every module's cost)
-        srams += ("memory_libmap -lib srams.txt -logic-cost-ram 1e9; techmap -map srams_map.v; "
-                  "select -assert-none t:$mem_v2 r:WR_PORTS>0 %i; " if shapes else "")
+        srams += (f"memory_libmap -lib srams.txt -logic-cost-ram 1e9 {sync}; techmap -map srams_map.v; "
+                  f"select -assert-none {sync} r:WR_PORTS>0 %i; " if shapes else "")
         script = f"read_rtlil in.il; proc; {srams}pmuxtree; opt_clean; write_verilog out.v"
         r = subprocess.run(yosys_command() + ["-q", "-p", script], cwd=d, capture_output=True,
                            text=True)

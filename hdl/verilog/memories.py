@@ -18,6 +18,10 @@ integrator replaces it with an SRAM macro (or a wrapper around one) of the same 
 and for a register file ``we``, ``waddr``, ``wdata`` (the write port) and ``re``, ``raddr``,
 ``rdata`` (the read port; what it reads of the word written in the same cycle is undefined).
 
+A memory read asynchronously (the load row buffer of an FPGA build, ``row_buffer_lutram``) is
+no SRAM: it stays a Verilog array marked ``(* ram_style = "distributed" *)``, which FPGA tools
+take as LUT RAM (:data:`tensorlsu.hdl.params.ASYNC_MEMORY`).
+
 What one port reads while the other writes the same word is undefined (the unit never does
 it). Contents start at zero in simulation only; the unit does not rely on them in silicon
 (docs/ports.md).
@@ -85,6 +89,8 @@ def sram_shapes(fragment: _ir.Fragment) -> list[SramShape]:
     only known once the ports' addresses are compared, by ``memory_libmap``)."""
     found = set()
     for mem in _memories(fragment):
+        if any(r._domain == "comb" for r in mem._read_ports):
+            continue                    # read asynchronously: an array, not an SRAM (ASYNC_MEMORY)
         width = Shape.cast(mem._data.shape).width
         granules = {w._granularity for w in mem._write_ports} or {width}
         if len(granules) != 1:

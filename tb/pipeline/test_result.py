@@ -6,6 +6,7 @@ Expected values: the model (tensorlsu.sim.model.ldmatrix, pinned by the H200 vec
 registers; the result port's contract (docs, hdl/lsu.py) for beats, errors and cycles."""
 
 import numpy as np
+import pytest
 from stagesim import simulate
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import Params
@@ -15,10 +16,12 @@ from tensorlsu.hdl.pipeline.result import ResultStage
 from tensorlsu.sim import model, ptx
 
 P = Params()
+#: the row buffer in flip-flops (standard cells) and in memories (an FPGA's LUT RAM)
+BUILDS = pytest.mark.parametrize("params", [P, Params(row_buffer_lutram=True)], ids=["flip-flops", "lutram"])
 
 
 def _form(text):
-    ins = ptx.parse(text, "sm_90a")
+    ins = ptx.parse(text, "sm_100a")
     return ins, forms.form_id(ins)
 
 
@@ -56,12 +59,13 @@ async def _beats(ctx, dut, limit=20):
     raise AssertionError(f"no last beat in {limit} cycles: {out}")
 
 
-def _run(bench):
-    dut = ResultStage(P)
+def _run(bench, params=P):
+    dut = ResultStage(params)
     simulate(dut, bench, dut)
 
 
-def test_load_beat_waits_for_its_rows_and_carries_the_model_registers():
+@BUILDS
+def test_load_beat_waits_for_its_rows_and_carries_the_model_registers(params):
     ins, fid = _form("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16")
     rng = np.random.default_rng(1)
     smem = rng.integers(0, 256, 8 * 16, dtype=np.uint8)
@@ -90,10 +94,55 @@ def test_load_beat_waits_for_its_rows_and_carries_the_model_registers():
         ctx.set(pr.land.slots, 0)
         got["beats"] = await _beats(ctx, dut)
 
-    _run(bench)
+    _run(bench, params)
     (cycle, data, err, cycles), = got["beats"]
     assert (cycle, err, cycles) == (0, Error.NONE, 2)
     assert data == [int(x) for x in expect[:, 0]]
+
+
+@BUILDS
+@pytest.mark.parametrize("text,start", [("ldmatrix.sync.aligned.m8n8.x4.shared.b16", 10),
+                                        ("ldmatrix.sync.aligned.m16n16.x2.trans.shared.b8", 6),
+                                        ("wmma.load.c.sync.aligned.row.m8n8k4.shared.f64", 8)])
+def test_a_load_of_four_blocks_reads_each_where_it_landed(text, start, params):
+    """A load of four blocks at ring block ``start`` (an .x4 past the ring's end; beats that
+    read two blocks, and all four), its rows landing a block a cycle: every beat carries the
+    model's registers."""
+    ins, fid = _form(text)
+    inf = forms.info(fid)
+    assert start % inf.align == 0 and len(inf.passes) == 1
+    rng = np.random.default_rng(start)
+    smem = rng.integers(0, 256, 32 * 16, dtype=np.uint8)
+    if inf.wmma:                    # slot i is chunk (line, k) of a fragment at 0, 64 bytes a line
+        stride = 64 * 8 // inf.bits
+        expect = model.wmma_load(ins, model.Memory(shared=smem), 0, stride)
+        at = [64 * line + 16 * k for line, k in inf.passes[0]]
+    else:                           # slot i is thread i's row, at 16 i
+        expect = model.ldmatrix(ins, smem, [16 * t for t in range(32)])
+        at = [16 * i for i in range(32)]
+    got = {}
+
+    async def bench(ctx, dut):
+        _take(ctx, dut, fid, start=start)
+        await _stop_take(ctx, dut)
+        pr = dut.progress
+        ctx.set(pr.finished, 1)
+        await ctx.tick()
+        ctx.set(pr.finished, 0)
+        for k in range(4):                               # block start + k: slots 8k … 8k + 7
+            ctx.set(pr.land.slots, 0xFF)
+            ctx.set(pr.land.first, (start + k) % params.row_blocks)
+            ctx.set(pr.land.win, k)
+            for j in range(8):
+                a = at[8 * k + j]
+                ctx.set(pr.land_rows[j], int.from_bytes(smem[a:a + 16].tobytes(), "little"))
+            await ctx.tick()
+        ctx.set(pr.land.slots, 0)
+        got["beats"] = await _beats(ctx, dut)
+
+    _run(bench, params)
+    assert [err for _, _, err, _ in got["beats"]] == [Error.NONE] * inf.nregs
+    assert [data for _, data, _, _ in got["beats"]] == [[int(x) for x in expect[:, r]] for r in range(inf.nregs)]
 
 
 def test_refused_load_gives_every_beat_with_the_error():

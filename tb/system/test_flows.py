@@ -139,6 +139,9 @@ def test_verilog_emission(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--tmem-columns", "48"],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "tmem_columns must be 0 (no Tensor Memory) or a power of two" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--policy", "packed",
+                        "--row-buffer-lutram"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "row_buffer_lutram needs the h200 policy" in r.stderr
 
 
 def test_abc9_fallback_maps_with_the_classic_abc():

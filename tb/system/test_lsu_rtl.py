@@ -34,6 +34,18 @@ def test_random_regression(sim, policy, tmp_path):
     assert sum("error" in e for e in expect) >= 5  # and some refusals
 
 
+def test_the_fpga_build_runs_the_random_regression():
+    """The FPGA build of ``make synth`` (line offsets on DSP multipliers, the load row buffer in
+    LUT RAM) gives the model's registers, errors and bank cycles, as the default build does."""
+    n = 400
+    jobs, expect, final = regress.make_jobs(n, seed=23, policy="h200", smem_bytes=16 * 1024)
+    results, _ = run_jobs(jobs, sim="verilator", seed=7, idle=0.25, backpressure=0.25,
+                          params={"dsp_multipliers": True, "row_buffer_lutram": True})
+    table, fails = regress.compare(results, expect, final)
+    assert not fails, "\n".join(fails[:20])
+    assert sum(v[0] for v in table.values()) == n and len(table) == len(forms.FORMS)
+
+
 def test_replay_h200_vectors_through_rtl(capsys):
     """Every record of the H200 vectors through the replay command on Verilator: 144 ld/stmatrix,
     339 wmma.load from shared memory, 339 from global (`make sim` replays them on Icarus)."""
