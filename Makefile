@@ -13,7 +13,7 @@ WAVES  ?=
 # test workers (pytest-xdist): the CI machine has 2 cores
 JOBS   ?= 2
 
-.PHONY: all venv opensta sim test fuzz replay regress gemm verilog capture synth formal bench clean
+.PHONY: all venv opensta sim test test-long fuzz replay regress gemm verilog capture synth formal bench clean
 
 all: test
 
@@ -62,15 +62,21 @@ gemm: $(STAMP)
 # The unit as one Verilog file and its header (form ids, payload fields, error codes, build
 # parameters): build/tensorlsu_lsu.v and .vh; tb/verilog/example_tb.v uses them (docs/ports.md).
 # Sizes: make verilog SMEM_BYTES=233472 TMEM_COLUMNS=512 AXI_DATA_BITS=256 (python -m tensorlsu.hdl
-# --help lists every parameter).
+# --help lists every parameter). FPGA=1: the FPGA build of make synth (DSP multipliers, the row
+# buffer in LUT RAM).
 verilog: $(STAMP)
 	mkdir -p build
 	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY) \
 		$(if $(SMEM_BYTES),--smem-bytes $(SMEM_BYTES)) $(if $(TMEM_COLUMNS),--tmem-columns $(TMEM_COLUMNS)) \
-		$(if $(AXI_DATA_BITS),--axi-data-bits $(AXI_DATA_BITS))
+		$(if $(AXI_DATA_BITS),--axi-data-bits $(AXI_DATA_BITS)) \
+		$(if $(FPGA),--dsp-multipliers $(if $(filter h200,$(POLICY)),--row-buffer-lutram))
 
 test: $(STAMP) opensta
-	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS)
+	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m "not long"
+
+# The checks too slow for every commit (pytest's `long` marker): other builds of the same paths
+test-long: $(STAMP) opensta
+	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m long
 
 # The property-based fuzz of the front end, the model, the trace reader and replay at length
 # (make test runs it briefly): EXAMPLES a property, at random; prints how many each tried.

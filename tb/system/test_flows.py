@@ -9,12 +9,13 @@ from tensorlsu.hdl.lib.mux import mux_tree
 
 
 def test_formal_smoke():
-    """Both scheduler contracts, the decompressor, the store shuffle, the pass queue's order,
-    the ring rule, the Tensor Memory reduction, the owed store beats and the port slice prove,
-    their covers are reached; the broken schedulers, write crossbar, ring, queue, reduction,
-    owed beats and slice must fail."""
+    """Both scheduler contracts, the decompressor, the store shuffle, the ring rule, the Tensor
+    Memory reduction, the owed store beats and the port slice prove, their covers (and the
+    pass queue's) are reached; the broken schedulers, write crossbar, ring, queue, reduction,
+    owed beats and slice must fail. The pass queue's own proof (some 12 minutes) and the
+    longer ones are `make formal`'s."""
     expect = {"scheduler": "PASS", "scheduler_pairs": "PASS", "decompress": "PASS",
-              "scheduler_cover": "PASS", "store_shuffle": "PASS", "pass_queue": "PASS",
+              "scheduler_cover": "PASS", "store_shuffle": "PASS",
               "pass_queue_cover": "PASS", "ring": "PASS", "ring_packed": "PASS", "ring_cover": "PASS",
               "broken": "FAIL", "broken_pairs": "FAIL", "broken_write_select": "FAIL",
               "broken_ring": "FAIL", "broken_pass_queue": "FAIL",
