@@ -35,6 +35,7 @@ from tensorlsu.hdl.copy.stage import CopyStage
 from tensorlsu.hdl.gmem.fetch import GlobalFetch
 from tensorlsu.hdl.lsu import LoadStoreUnit
 from tensorlsu.hdl.params import DEEP_GLOBAL_PORT, Params, TmemParams
+from tensorlsu.hdl.pipeline.rowbuf import RowBufferMemory
 from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
 from tensorlsu.hdl.smem.crossbar import BankCrossbar
 from tensorlsu.hdl.smem.decompress import Decompressor
@@ -76,6 +77,8 @@ def blocks(policy: str):
         # the load shuffle reads the row-buffer ring (two passes' blocks; four under packed)
         "shuffle": lambda: LoadShuffle(blocks=p.row_blocks),
         "store_shuffle": lambda: StoreShuffle(),
+        # the load row buffer in LUT RAM with its window's reads (the FPGA unit's, h200)
+        "row_buffer": lambda: RowBufferMemory(lanes=p.lanes, blocks=p.row_blocks),
         "unit": lambda: LoadStoreUnit(p),
         # the global fetch stage (AXI4 read port, 512-bit data, four 32-slot contexts), and the
         # same built to hide a few hundred clocks of memory latency (32 contexts)
@@ -98,7 +101,7 @@ def blocks(policy: str):
 
 
 #: blocks that differ between the policies
-PER_POLICY = ("scheduler", "crossbar", "shuffle", "unit")
+PER_POLICY = ("scheduler", "crossbar", "shuffle", "row_buffer", "unit")
 
 #: the shared memory of an H200 / B200 SM (228 KiB): the ASIC blocks are built at the full size
 FULL_SMEM_BYTES = 228 * 1024
@@ -503,7 +506,7 @@ def _write(out: Path, flow: str, rows: list) -> None:
 
 #: the FPGA flow's blocks (the default run) and a rough run time (s) each, for scheduling
 FPGA_BLOCKS = {"scheduler": 90, "crossbar": 120, "decompress": 60, "shuffle": 300, "store_shuffle": 120,
-               "fetch": 900, "copy": 300, "unit": 1200, "tmem_quadrant_1bank": 900}
+               "row_buffer": 120, "fetch": 900, "copy": 300, "unit": 1200, "tmem_quadrant_1bank": 900}
 #: blocks outside the default run: those that do not fit the ECP5-85k (a two-bank quadrant, the
 #: unit with four), which would lengthen it by half an hour for a "does not fit", the global
 #: fetch stage built to hide a long memory latency, and the packed policy's pair crossbar

@@ -46,8 +46,11 @@ def test_synthesis_smoke(tmp_path):
 
 def test_small_blocks_map_to_ecp5(tmp_path):
     """The small blocks go through the whole Yosys ECP5 mapping (the multiplexer cover, ABC9)
-    with nothing failed: a tool assertion or a flow change shows here, not in a user's run."""
-    blocks = ("scheduler", "store_shuffle")
+    with nothing failed: a tool assertion or a flow change shows here, not in a user's run. The
+    load row buffer of the FPGA build is LUT RAM: 8 memories (a slot of a block), each copied
+    for the window's 4 blocks, of 32 DPR16X4 (128 bits) each; its bits are no flip-flops
+    (those counted are the wrapper's port registers)."""
+    blocks = ("scheduler", "store_shuffle", "row_buffer")
     r = subprocess.run([sys.executable, "synth/run.py", "--flows", "fpga", "--no-pnr", "--blocks", *blocks,
                         "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -55,6 +58,8 @@ def test_small_blocks_map_to_ecp5(tmp_path):
     assert set(rows) == set(blocks)
     for row in rows.values():
         assert "error" not in row and row["lut4"] > 20 and row["ff"] > 0, row
+    ports = 8 + 4 + 8 * 128 + 32 * 4 + 32 * 128      # the wrapper's: land, base, window
+    assert rows["row_buffer"]["lutram"] == 8 * 4 * 32 and rows["row_buffer"]["ff"] <= ports, rows["row_buffer"]
 
 
 def test_synthesis_report_rows():
