@@ -63,13 +63,13 @@ gemm: $(STAMP)
 # parameters): build/tensorlsu_lsu.v and .vh; tb/verilog/example_tb.v uses them (docs/ports.md).
 # Sizes: make verilog SMEM_BYTES=233472 TMEM_COLUMNS=512 AXI_DATA_BITS=256 (python -m tensorlsu.hdl
 # --help lists every parameter). FPGA=1: the FPGA build of make synth (DSP multipliers, the row
-# buffer in LUT RAM).
+# buffer in LUT RAM, a 128-bit global port of two contexts).
 verilog: $(STAMP)
 	mkdir -p build
 	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY) \
 		$(if $(SMEM_BYTES),--smem-bytes $(SMEM_BYTES)) $(if $(TMEM_COLUMNS),--tmem-columns $(TMEM_COLUMNS)) \
 		$(if $(AXI_DATA_BITS),--axi-data-bits $(AXI_DATA_BITS)) \
-		$(if $(FPGA),--dsp-multipliers $(if $(filter h200,$(POLICY)),--row-buffer-lutram))
+		$(if $(FPGA),--fpga)
 
 test: $(STAMP) opensta
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m "not long"

@@ -18,7 +18,7 @@ from tensorlsu.hdl.params import GROUP_ROWS, Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.hdl.pipeline.passq import PassQueue
 from tensorlsu.hdl.pipeline.ring import RowRing
-from tensorlsu.hdl.pipeline.shuffle import LoadShuffle, StoreShuffle
+from tensorlsu.hdl.pipeline.shuffle import ShuffleNetwork, ShuffleSelect, ShuffleWindow, StoreShuffle
 from tensorlsu.hdl.smem.crossbar import BankCrossbar
 from tensorlsu.hdl.smem.decompress import Decompressor
 from tensorlsu.hdl.smem.owed import MAX_STORE_BEATS, OWED_BEATS, StoreOwed
@@ -260,47 +260,120 @@ class DecompressorSpec(Elaboratable):
         return m
 
 
-class ShuffleSpec(Elaboratable):
-    """Every load shuffle network equals its layout table, for all data, forms, beats and
-    (aligned) places of the instruction in the row-buffer ring.
+def _window_row(inf, r: int, row: int) -> int:
+    """The window row that holds slot ``row`` of the instruction for beat ``r``: the window
+    starts at the beat's first block (its aligned span, ``FormInfo.beat_span``, from the table)."""
+    w = row - forms.BLOCK * inf.beat_span(r)[0]
+    assert 0 <= w < forms.SLOTS, "a beat reads beyond its window"
+    return w
 
-    (form, beat) pairs whose tables ask for the same byte mapping share one set of
-    assertions (guarded by "the input is any of them"); the mapping is taken from each pair's
-    own table, so a pair the network gets wrong still fails.
+
+def _load_beats():
+    """Every (form id, info, beat) of the load forms."""
+    return [(f, inf, r) for f in range(len(forms.FORMS)) for inf in [forms.info(f)] if inf.load
+            for r in range(inf.nregs)]
+
+
+class ShuffleNetworkSpec(Elaboratable):
+    """The load shuffle's selects and network on a window read already: for every load form
+    and beat, lane ``k // 4`` byte ``k % 4`` is byte ``byte`` of window row ``row - 8 · first``,
+    ``(row, byte)`` the form's table entry and ``first`` the beat's first block, for all data.
+
+    With :class:`ShuffleWindowSpec` (window row ``w`` is ring slot ``8 · (start + first) + w``)
+    this is the whole load shuffle at every place on the ring: :class:`LoadShuffle` is the
+    selects, :class:`ShuffleWindow` and this network; the FPGA build's window is
+    :class:`RowBufferMemory` (tb/pipeline/test_rowbuf.py). A windowed network does not read the
+    base, so one proof serves both policies' rings.
+
+    (form, beat) pairs whose tables ask for the same byte mapping share one set of assertions
+    (guarded by "the input is any of them"); the mapping is taken from each pair's own table,
+    so a pair the network gets wrong still fails.
     """
 
-    def __init__(self, forms_=None, blocks=None):
-        self.forms, self.blocks = forms_, blocks or Params().row_blocks
+    def __init__(self, network_cls=ShuffleNetwork):
+        self.network_cls = network_cls
 
     def elaborate(self, platform):
         m = Module()
-        d = m.submodules.dut = LoadShuffle(blocks=self.blocks)
+        blocks = Params().row_blocks
+        sel = m.submodules.select = ShuffleSelect(blocks=blocks)
+        net = m.submodules.network = self.network_cls(blocks=blocks, windowed=True)
+        flat = Signal(128 * forms.SLOTS)
+        m.d.comb += [flat.eq(AnySeq(len(flat))), sel.form.eq(AnySeq(len(sel.form))),
+                     sel.beat.eq(AnySeq(len(sel.beat))), sel.start.eq(0), net.select[0].eq(sel.select)]
+        m.d.comb += [net.window[w].eq(flat[128 * w:128 * (w + 1)]) for w in range(forms.SLOTS)]
+        groups = {}
+        for f, inf, r in _load_beats():
+            mapping = tuple((_window_row(inf, r, int(row)), int(byte)) for row, byte in inf.table[:, r].reshape(-1, 2))
+            groups.setdefault(mapping, []).append((sel.form == f) & (sel.beat == r))
+        for mapping, selects in groups.items():
+            with m.If(Cat(*selects).any()):
+                for k, (w, byte) in enumerate(mapping):
+                    m.d.comb += Assert(net.out.word_select(k, 8) == flat.word_select(16 * w + byte, 8),
+                                       "each beat byte is the table's byte of its window row")
+        return m
+
+
+class ShuffleWindowSpec(Elaboratable):
+    """The load shuffle's window on the row-buffer ring of ``blocks`` blocks: for every load form
+    and beat and every aligned place ``start`` of the instruction on the ring, the window the
+    beat's selects name holds each slot ``row`` the beat reads (its table's rows) at window row
+    ``row - 8 · first``: ring slot ``(8 · start + row) mod (8 · blocks)``, for all data."""
+
+    def __init__(self, blocks=None, window_cls=ShuffleWindow):
+        self.blocks, self.window_cls = blocks or Params().row_blocks, window_cls
+
+    def elaborate(self, platform):
+        m = Module()
+        sel = m.submodules.select = ShuffleSelect(blocks=self.blocks)
+        win = m.submodules.window = self.window_cls(blocks=self.blocks)
         ring = forms.BLOCK * self.blocks
         flat = Signal(128 * ring)
-        m.d.comb += [flat.eq(AnySeq(len(flat))), d.form.eq(AnySeq(len(d.form))),
-                     d.beat.eq(AnySeq(len(d.beat))), d.start.eq(AnySeq(len(d.start)))]
-        m.d.comb += Assume(d.start < self.blocks)     # a place on the ring
-        m.d.comb += [d.rows[i].eq(flat[128 * i:128 * (i + 1)]) for i in range(ring)]
+        m.d.comb += [flat.eq(AnySeq(len(flat))), sel.form.eq(AnySeq(len(sel.form))),
+                     sel.beat.eq(AnySeq(len(sel.beat))), sel.start.eq(AnySeq(len(sel.start))),
+                     win.base[0].eq(sel.select.base)]
+        m.d.comb += [win.rows[i].eq(flat[128 * i:128 * (i + 1)]) for i in range(ring)]
+        m.d.comb += Assume(sel.start < self.blocks)     # a place on the ring
         groups = {}
-        for f in range(len(forms.FORMS)):
-            inf = forms.info(f)
-            if not inf.load or (self.forms is not None and f not in self.forms):
-                continue
-            with m.If(d.form == f):
+        for f, inf, r in _load_beats():
+            with m.If(sel.form == f):
                 # the unit places a form's slots at a multiple of its alignment
-                m.d.comb += Assume(d.start % inf.align == 0)
-            for r in range(inf.nregs):
-                mapping = tuple((int(row), int(byte)) for row, byte in inf.table[:, r].reshape(-1, 2))
-                groups.setdefault(mapping, []).append((d.form == f) & (d.beat == r))
-        for mapping, selects in groups.items():
-            for start in range(self.blocks):   # one constant source per start: easy on the solver
-                with m.If(Cat(*selects).any() & (d.start == start)):
-                    for k, (row, byte) in enumerate(mapping):
-                        # Lane k//4 byte k%4 of the beat is byte `byte` of slot `row` (hdl/pipeline/forms.py
-                        # tables, from sim/layouts.py), which sits at ring slot 8 · start + row.
+                m.d.comb += Assume(sel.start % inf.align == 0)
+            rows = tuple(sorted({int(row) for row in inf.table[:, r, :, 0].flat}))
+            key = (inf.beat_span(r)[0], rows)
+            groups.setdefault(key, []).append((inf, r, (sel.form == f) & (sel.beat == r)))
+        for (_, rows), members in groups.items():
+            inf, r, _ = members[0]
+            for start in range(self.blocks):       # one constant source per start
+                with m.If(Cat(*[c for _, _, c in members]).any() & (sel.start == start)):
+                    for row in rows:
                         at = (forms.BLOCK * start + row) % ring
-                        m.d.comb += Assert(d.out.word_select(k, 8) == flat.word_select(16 * at + byte, 8),
-                                           "each beat byte is the table's slot byte")
+                        m.d.comb += Assert(win.window[_window_row(inf, r, row)] == flat.word_select(at, 128),
+                                           "each slot the beat reads is in its window row")
+        return m
+
+
+class _ShiftedWindow(ShuffleWindow):
+    """A window one ring slot off (``broken_shuffle_window`` must FAIL)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        inner = m.submodules.inner = ShuffleWindow(blocks=self.blocks)
+        ring = forms.BLOCK * self.blocks
+        m.d.comb += [inner.base[0].eq(self.base[0]), *[self.window[w].eq(inner.window[w]) for w in range(forms.SLOTS)],
+                     *[inner.rows[i].eq(self.rows[(i + 1) % ring]) for i in range(ring)]]
+        return m
+
+
+class _SwappedNetwork(ShuffleNetwork):
+    """A network with the first two bytes of its beat swapped (``broken_shuffle_network`` must
+    FAIL)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        inner = m.submodules.inner = ShuffleNetwork(blocks=self.blocks, windowed=True)
+        m.d.comb += [inner.select[0].eq(self.select[0]), *[inner.window[w].eq(self.window[w]) for w in range(forms.SLOTS)],
+                     self.out.eq(Cat(inner.out[8:16], inner.out[:8], inner.out[16:]))]
         return m
 
 
@@ -743,9 +816,15 @@ SPECS = {
     "completion": (lambda: SchedulerCompletion(), "bmc", 10,
                    "8 rows finish within 8 cycles; after that nothing changes"),
     "decompress": (lambda: DecompressorSpec(), "prove", 1, "combinational"),
-    "shuffle": (lambda: ShuffleSpec(), "bmc", 1, "combinational: one step covers every input (the h200 ring, 12 blocks)"),
-    "shuffle_packed": (lambda: ShuffleSpec(blocks=Params(schedule="packed").row_blocks), "bmc", 1,
-                       "the same for the packed ring (24 blocks)"),
+    # the load shuffle: its network on a window, and its window on each policy's ring
+    "shuffle_network": (lambda: ShuffleNetworkSpec(), "bmc", 1,
+                        "combinational: one step covers every input (all load forms, beats, windows)"),
+    "shuffle_window": (lambda: ShuffleWindowSpec(), "bmc", 1,
+                       "combinational: every aligned start on the h200 ring (12 blocks)"),
+    "shuffle_window_packed": (lambda: ShuffleWindowSpec(Params(schedule="packed").row_blocks), "bmc", 1,
+                              "the same on the packed ring (24 blocks)"),
+    "broken_shuffle_network": (lambda: ShuffleNetworkSpec(_SwappedNetwork), "bmc", 1, "must FAIL"),
+    "broken_shuffle_window": (lambda: ShuffleWindowSpec(window_cls=_ShiftedWindow), "bmc", 1, "must FAIL"),
     "store_shuffle": (lambda: StoreShuffleSpec(), "prove", 1, "combinational"),
     "write_select": (lambda: WriteSelect(), "bmc", 10,
                      "from a take, a window's 8 rows are written within 8 steps (and idle steps "
@@ -780,3 +859,4 @@ SPECS = {
     "broken": (lambda: SchedulerContract(BrokenBroadcast), "prove", 1, "must FAIL"),
     "broken_pairs": (lambda: SchedulerContract(BrokenBroadcast, rows=8, pairs=True), "prove", 1, "must FAIL"),
 }
+

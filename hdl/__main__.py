@@ -9,12 +9,13 @@ from pathlib import Path
 
 from . import TOP
 from .lsu import LoadStoreUnit
-from .params import POLICIES, Params
+from .params import FPGA_GLOBAL_PORT, POLICIES, Params, fpga_params
 from .verilog.emit import verilog_text
 from .verilog.header import header_text, wmma_layouts_text
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command's arguments."""
     ap = argparse.ArgumentParser(prog="python -m tensorlsu.hdl", description=__doc__)
     ap.add_argument("--emit-verilog", metavar="OUT.v",
                     help=f"write the unit as one Verilog file (top module {TOP}) and its header OUT.vh")
@@ -29,13 +30,15 @@ def main(argv=None) -> int:
                     help="Tensor Memory columns per lane (32 ... 512; 0: no Tensor Memory)")
     ap.add_argument("--tmem-banks", type=int, default=defaults.tmem_banks,
                     help="banks of each Tensor Memory quadrant: 2 (four column accesses a step) or 1")
-    ap.add_argument("--axi-data-bits", type=int, default=defaults.axi_data_bits,
-                    help="data width of the global AXI port: 512, 256 or 128")
+    ap.add_argument("--axi-data-bits", type=int,
+                    help=f"data width of the global AXI port: 512, 256 or 128 (default {defaults.axi_data_bits}; "
+                         f"{FPGA_GLOBAL_PORT['axi_data_bits']} with --fpga)")
     ap.add_argument("--axi-outstanding", type=int, default=defaults.axi_outstanding,
                     help="read bursts the global port keeps in flight (1 ... 64)")
     ap.add_argument("--axi-burst", type=int, default=defaults.axi_burst, help="beats of one burst at most (1 ... 16)")
-    ap.add_argument("--axi-contexts", type=int, default=defaults.axi_contexts,
-                    help="global passes fetched at once (2, 4, 8, 16 or 32): the latency the port hides")
+    ap.add_argument("--axi-contexts", type=int,
+                    help="global passes fetched at once (2, 4, 8, 16 or 32): the latency the port hides "
+                         f"(default {defaults.axi_contexts}; {FPGA_GLOBAL_PORT['axi_contexts']} with --fpga)")
     ap.add_argument("--global-base", type=lambda x: int(x, 0), default=defaults.global_base)
     ap.add_argument("--global-bytes", type=lambda x: int(x, 0), default=defaults.global_bytes,
                     help="the global range wmma.load may read (0: no global port)")
@@ -45,6 +48,29 @@ def main(argv=None) -> int:
                     help="an FPGA build: the address stage's line offsets on DSP multipliers")
     ap.add_argument("--row-buffer-lutram", action="store_true",
                     help="an FPGA build: the load row buffer in LUT RAM (h200 policy)")
+    ap.add_argument("--fpga", action="store_true",
+                    help="the FPGA build of make synth: --dsp-multipliers, --row-buffer-lutram (h200) and "
+                         "a 128-bit global port of two contexts (the flags above may still change any of it)")
+    return ap
+
+
+def params_from_args(args: argparse.Namespace) -> Params:
+    """The build the arguments name (``--fpga``: :func:`~tensorlsu.hdl.params.fpga_params`'s, each
+    flag given beside it still counting); a ``ValueError`` names a parameter out of range."""
+    given = {name: getattr(args, name) for name in ("axi_data_bits", "axi_contexts") if getattr(args, name) is not None}
+    common = dict(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
+                  tmem_columns=args.tmem_columns, tmem_banks=args.tmem_banks,
+                  axi_outstanding=args.axi_outstanding, axi_burst=args.axi_burst,
+                  global_base=args.global_base, global_bytes=args.global_bytes,
+                  shared_window_base=args.shared_window_base, shared_window_bytes=args.shared_window_bytes, **given)
+    if args.fpga:
+        return fpga_params(args.policy, **common, **({"row_buffer_lutram": True} if args.row_buffer_lutram else {}))
+    return Params(schedule=args.policy, dsp_multipliers=args.dsp_multipliers,
+                  row_buffer_lutram=args.row_buffer_lutram, **common)
+
+
+def main(argv=None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if not (args.emit_verilog or args.wmma_layouts):
         ap.error("give --emit-verilog OUT.v or --wmma-layouts OUT.md")
@@ -53,14 +79,7 @@ def main(argv=None) -> int:
     if not args.emit_verilog:
         return 0
     try:
-        p = Params(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
-                   schedule=args.policy, tmem_columns=args.tmem_columns,
-                   tmem_banks=args.tmem_banks, axi_data_bits=args.axi_data_bits,
-                   axi_outstanding=args.axi_outstanding, axi_burst=args.axi_burst,
-                   axi_contexts=args.axi_contexts,
-                   global_base=args.global_base, global_bytes=args.global_bytes,
-                   shared_window_base=args.shared_window_base, shared_window_bytes=args.shared_window_bytes,
-                   dsp_multipliers=args.dsp_multipliers, row_buffer_lutram=args.row_buffer_lutram)
+        p = params_from_args(args)
     except ValueError as e:
         print(f"python -m tensorlsu.hdl: {e}", file=sys.stderr)
         return 2

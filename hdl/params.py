@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS, SMEM_BYTES
 
-__all__ = ["ASYNC_MEMORY", "Params", "TmemParams", "DEEP_GLOBAL_PORT", "Policy", "POLICIES", "MAX_SMEM_BYTES",
+__all__ = ["ASYNC_MEMORY", "Params", "TmemParams", "DEEP_GLOBAL_PORT", "FPGA_GLOBAL_PORT", "fpga_build", "fpga_params", "Policy", "POLICIES", "MAX_SMEM_BYTES",
            "ROW_BYTES", "ROW_BITS", "GROUP_ROWS", "TMEM_LANES", "TMEM_QUADRANTS"]
 
 
@@ -48,6 +48,12 @@ TMEM_QUADRANTS = 4
 #: The global port built to hide a memory latency of a few hundred clocks (docs/ports.md):
 #: 32 contexts (16 KiB of rows), 32 ids, bursts of 8 beats (a 512-byte pass in one burst).
 DEEP_GLOBAL_PORT = {"axi_contexts": 32, "axi_outstanding": 32, "axi_burst": 8}
+
+#: The global port of the FPGA build (:func:`fpga_params`): 128-bit data and two contexts. Two
+#: contexts hold about 1 KiB in flight, the port's 16 bytes a clock for 64 clocks of memory
+#: latency; the 512-bit port's wide beat selects and four contexts' slot multiplexers cost the
+#: ECP5 unit about 8k LUT4 more (docs/log.md).
+FPGA_GLOBAL_PORT = {"axi_data_bits": 128, "axi_contexts": 2}
 
 
 @dataclass(frozen=True)
@@ -351,3 +357,15 @@ class Params:
     def line_bits(self) -> int:
         """Width of a line index (within each bank)."""
         return max(1, (self.lines - 1).bit_length())
+
+
+def fpga_build(schedule: str = "h200") -> dict:
+    """The FPGA build's parameters (``make synth``'s ECP5 blocks, ``make verilog FPGA=1``): the
+    address stage's line offsets on DSP multipliers, the load row buffer in LUT RAM (under
+    ``h200``, which lands one block a cycle) and :data:`FPGA_GLOBAL_PORT`."""
+    return {"dsp_multipliers": True, "row_buffer_lutram": schedule == "h200", **FPGA_GLOBAL_PORT}
+
+
+def fpga_params(schedule: str = "h200", **kwargs) -> Params:
+    """:func:`fpga_build`'s :class:`Params`; ``kwargs`` set any other parameter or override it."""
+    return Params(schedule=schedule, **{**fpga_build(schedule), **kwargs})

@@ -32,7 +32,7 @@ from tensorlsu.cosim.runner import run_jobs  # noqa: E402
 from tensorlsu.hdl.codes import Space  # noqa: E402
 from tensorlsu.hdl.copy.records import FORMS as COPY_FORMS  # noqa: E402
 from tensorlsu.hdl.copy.records import instr_fields as copy_fields  # noqa: E402
-from tensorlsu.hdl.params import DEEP_GLOBAL_PORT, Params  # noqa: E402
+from tensorlsu.hdl.params import DEEP_GLOBAL_PORT, FPGA_GLOBAL_PORT, Params  # noqa: E402
 from tensorlsu.hdl.pipeline import forms  # noqa: E402
 from tensorlsu.sim import (  # noqa: E402
     descriptor,
@@ -201,13 +201,17 @@ def bench_global(sim: str) -> list[dict]:
 #: global ports (contexts, ids, burst), on contiguous fragments; the memory answers in order,
 #: and for the deepest port also with the beats of all due bursts interleaved at random
 SWEEP_LATENCY = (2, 25, 50, 100, 200, 400)
-SWEEP_PORTS = ({"axi_contexts": 2, "axi_outstanding": 4, "axi_burst": 4},
+SWEEP_PORTS = ({**FPGA_GLOBAL_PORT, "axi_outstanding": 4, "axi_burst": 4},
+               {"axi_contexts": 2, "axi_outstanding": 4, "axi_burst": 4},
                {"axi_contexts": 8, "axi_outstanding": 8, "axi_burst": 8}, DEEP_GLOBAL_PORT)
 SWEEP_FORM = "wmma.load.a.sync.aligned.row.m16n16k16.global.f16"
 
 
 def _port_name(port: dict, reorder: bool) -> str:
-    return (f"{port['axi_contexts']} contexts, {port['axi_outstanding']} ids, bursts of {port['axi_burst']}"
+    bits = port.get("axi_data_bits", Params().axi_data_bits)
+    return ((f"{bits}-bit (the FPGA build), " if port.get("axi_data_bits") == FPGA_GLOBAL_PORT["axi_data_bits"]
+             else "" if bits == Params().axi_data_bits else f"{bits}-bit, ")
+            + f"{port['axi_contexts']} contexts, {port['axi_outstanding']} ids, bursts of {port['axi_burst']}"
             + (", beats in any order" if reorder else ""))
 
 
@@ -218,7 +222,6 @@ def bench_latency(n: int = 128) -> list[dict]:
     ins = ptx.parse(SWEEP_FORM, "sm_90a")
     inf = forms.info(forms.form_id(ins))
     nbytes = inf.lines * inf.line_bytes
-    lines = nbytes // (Params().axi_data_bits // 8)
     burst = [{"form": forms.form_id(ins), "addr": GMEM_AT + nbytes * k, "stride": inf.least,
               "space": Space.GLOBAL.value} for k in range(n)]
     rows = []
@@ -230,6 +233,7 @@ def bench_latency(n: int = 128) -> list[dict]:
             b = results[0]["burst"]
             assert not any(r["error"] for r in b)
             cpi = (b[-1]["done"] - b[0]["done"]) / (len(b) - 1)
+            lines = nbytes // (port.get("axi_data_bits", Params().axi_data_bits) // 8)
             rows.append({"port": _port_name(port, reorder), "latency": lat, "cpi": round(cpi, 2),
                          "bytes_per_clk": round(nbytes / cpi, 1), "port_beats_per_clk": round(lines / cpi, 2),
                          "first_latency": b[0]["done"] - b[0]["accepted"]})
@@ -238,7 +242,8 @@ def bench_latency(n: int = 128) -> list[dict]:
 
 def latency_table(rows) -> str:
     ports = list(dict.fromkeys(r["port"] for r in rows))
-    out = (f"`{SWEEP_FORM}`, 512 contiguous bytes a fragment (8 beats of 64 B), fragments back to back; "
+    out = (f"`{SWEEP_FORM}`, 512 contiguous bytes a fragment (8 beats of 64 B; 32 of 16 B on a 128-bit "
+           "port), fragments back to back; "
            "the native harness's AXI memory answers a burst `latency` clocks after its address, then a "
            "beat a clock. Port beats per clock (limit 1; goal: 1 at 200 clocks) by the global port's "
            "build (`axi_contexts`, `axi_outstanding`, `axi_burst`):\n\n"

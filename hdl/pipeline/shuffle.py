@@ -1,7 +1,8 @@
 """Fragment shuffle networks, generated from the model's layout tables.
 
 :class:`LoadShuffle` turns the row buffer into result beat ``beat`` of a load form (its
-selects, :class:`ShuffleSelect`, and its network, :class:`ShuffleNetwork`, also apart);
+selects, :class:`ShuffleSelect`, and its network, :class:`ShuffleNetwork`, the window it reads,
+:class:`ShuffleWindow`, within it; each also apart);
 :class:`StoreShuffle` turns an stmatrix source beat into the rows it stores.
 """
 
@@ -18,7 +19,7 @@ from ..params import GROUP_ROWS, ROW_BITS, ROW_BYTES
 from . import forms
 from .forms import BLOCK
 
-__all__ = ["LoadShuffle", "ShuffleNetwork", "ShuffleSelect", "StoreShuffle", "beat_rows", "beat_select",
+__all__ = ["LoadShuffle", "ShuffleNetwork", "ShuffleSelect", "ShuffleWindow", "StoreShuffle", "beat_rows", "beat_select",
            "beat_select_layout", "place_select", "shuffle_select_layout", "store_pattern"]
 
 _ROW_WORDS = ROW_BITS // 32
@@ -192,11 +193,51 @@ class ShuffleSelect(wiring.Component):
         return m
 
 
+class ShuffleWindow(wiring.Component):
+    """Combinational: the load shuffle's window, read from the row buffer (a ring of ``blocks``
+    blocks of 8 slots): window row ``w`` is ring slot ``(8 · base + w) mod (8 · blocks)``
+    wherever a pattern (:func:`_plan`) reads row ``w`` and ``base`` is a multiple of that
+    pattern's span (aligned starts, aligned spans). Any other (row, base) is unspecified: the
+    multiplexer gives those leaves to a neighbour (:func:`_merged_base`), and a row no pattern
+    reads is 0.
+
+    ``copies`` equal copies of ``base`` may be given: row ``w`` reads copy ``w · copies // 32``.
+
+    Members
+    -------
+    base : In(range(blocks)).array(copies)
+    rows : In(ArrayLayout(128, 8 · blocks))
+    window : Out(ArrayLayout(128, 32))
+    """
+
+    def __init__(self, *, lanes: int = 32, blocks: int = 4, copies: int = 1):
+        _check_blocks(lanes, blocks)
+        self.blocks, self.copies = blocks, copies
+        super().__init__({"base": In(range(blocks)).array(copies),
+                          "rows": In(data.ArrayLayout(unsigned(ROW_BITS), BLOCK * blocks)),
+                          "window": Out(data.ArrayLayout(unsigned(ROW_BITS), _WINDOW))})
+
+    def elaborate(self, platform):
+        m = Module()
+        patterns, spans = _plan()[:2]
+        nb, ring = self.blocks, BLOCK * self.blocks
+        slot = [self.rows[i] for i in range(ring)]
+        for w in range(_WINDOW):
+            used = {b for k, p in enumerate(patterns) if any(row == w for row, _ in p)
+                    for b in range(0, nb, spans[k])}
+            if used:
+                base = self.base[w * self.copies // _WINDOW]
+                m.d.comb += self.window[w].eq(mux_tree(base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
+                                                              for b in range(nb)]))
+        return m
+
+
 class ShuffleNetwork(wiring.Component):
     """Combinational: ``out`` is the result beat the selects name (32 lanes × 32 bits), read
     from the row buffer, a ring of ``blocks`` blocks of 8 slots: a window of slots from block
-    ``select.base``, for some patterns rotated by whole words (``select.rot``), then one of the
-    few distinct byte patterns (``select.pat``), each a binary multiplexer tree (:func:`_plan`).
+    ``select.base`` (:class:`ShuffleWindow`), for some patterns rotated by whole words
+    (``select.rot``), then one of the few distinct byte patterns (``select.pat``), each a
+    binary multiplexer tree (:func:`_plan`).
 
     ``copies`` equal copies of the selects may be given (registers kept apart by synthesis):
     the window's rows and the output's lanes are split evenly between them, so that no one
@@ -222,32 +263,21 @@ class ShuffleNetwork(wiring.Component):
         super().__init__({"select": In(data.ArrayLayout(shuffle_select_layout(blocks), copies)),
                           **rows, "out": Out(32 * lanes)})
 
-    def _window(self, m, patterns, spans):
-        """The window's rows, read from the ring's slots by the base."""
-        nb, ring = self.blocks, BLOCK * self.blocks
-        # Window row w is ring slot 8 · base + w. A pattern of span s starts at a multiple of
-        # s (aligned starts, aligned spans), so row w only needs those bases.
-        slot = [self.rows[i] for i in range(ring)]
-        window = []
-        for w in range(_WINDOW):
-            used = {b for k, p in enumerate(patterns) if any(row == w for row, _ in p)
-                    for b in range(0, nb, spans[k])}
-            row = Signal(ROW_BITS, name=f"window{w}")
-            if used:
-                base = self.select[w * self.copies // _WINDOW].base
-                m.d.comb += row.eq(mux_tree(base, [slot[(BLOCK * _merged_base(b, used, nb) + w) % ring]
-                                                   for b in range(nb)]))
-            window.append(row)
-        return window
+    def _window(self, m):
+        """The window's rows, read from the ring's slots by the base (:class:`ShuffleWindow`)."""
+        win = m.submodules.window = ShuffleWindow(lanes=self.lanes, blocks=self.blocks, copies=self.copies)
+        m.d.comb += [win.base[c].eq(self.select[c].base) for c in range(self.copies)]
+        m.d.comb += [win.rows[i].eq(self.rows[i]) for i in range(BLOCK * self.blocks)]
+        return [win.window[w] for w in range(_WINDOW)]
 
     def elaborate(self, platform):
         m = Module()
-        patterns, spans, rots = _plan()[:3]
+        patterns, _, rots = _plan()[:3]
         n_out = 4 * self.lanes          # output bytes
 
         def copy_for_byte(i):
             return self.select[i * self.copies // n_out]
-        window = [self.window[w] for w in range(_WINDOW)] if self.windowed else self._window(m, patterns, spans)
+        window = [self.window[w] for w in range(_WINDOW)] if self.windowed else self._window(m)
         byte_of = {}                    # one Value per window byte, so equal options merge
 
         def src(row, byte):

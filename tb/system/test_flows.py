@@ -3,9 +3,12 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 from conftest import ROOT
+from tensorlsu.hdl.__main__ import params_from_args, parser
 from tensorlsu.hdl.lib.mux import mux_tree
+from tensorlsu.hdl.params import fpga_params
 
 
 def test_formal_smoke():
@@ -148,6 +151,25 @@ def test_verilog_emission(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--policy", "packed",
                         "--row-buffer-lutram"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "row_buffer_lutram needs the h200 policy" in r.stderr
+
+
+def test_the_fpga_flag_is_the_fpga_build_of_make_synth():
+    """``python -m tensorlsu.hdl --fpga`` builds what synth/run.py maps to the ECP5; a flag given
+    beside it still counts, and a packed FPGA build keeps its row buffer in flip-flops."""
+    sys.path.insert(0, str(ROOT / "synth"))
+    import run
+
+    def built(*argv):
+        return params_from_args(parser().parse_args(["--emit-verilog", "x.v", *argv]))
+
+    fpga = built("--fpga")
+    assert fpga == fpga_params("h200") and (fpga.axi_data_bits, fpga.axi_contexts) == (128, 2)
+    assert run.blocks("h200")["unit"]().params == replace(fpga, tmem_columns=0)
+    assert built("--fpga", "--axi-data-bits", "256").axi_data_bits == 256
+    packed = built("--fpga", "--policy", "packed")
+    assert packed.dsp_multipliers and not packed.row_buffer_lutram and packed.axi_data_bits == 128
+    plain = built()
+    assert (plain.axi_data_bits, plain.axi_contexts, plain.dsp_multipliers) == (512, 4, False)
 
 
 def test_abc9_fallback_maps_with_the_classic_abc():

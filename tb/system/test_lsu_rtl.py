@@ -14,7 +14,7 @@ from tensorlsu.cosim.backend import RtlBackend
 from tensorlsu.cosim.layout import GMEM_AT, GMEM_BYTES
 from tensorlsu.cosim.runner import run_jobs
 from tensorlsu.hdl.codes import Error, Space
-from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.params import Params, fpga_build
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import layouts, model, ptx, trace
 
@@ -34,16 +34,38 @@ def test_random_regression(sim, policy, tmp_path):
     assert sum("error" in e for e in expect) >= 5  # and some refusals
 
 
+def _global_wmma_records():
+    """The .global and generic wmma.load records of the H200 data (923)."""
+    recs = [r for f in ("h200_sm90.jsonl", "h200_capture.jsonl") for r in trace.load(DATA / f)
+            if r.ins.op == "wmma.load" and r.ins.space != "shared"]
+    assert len(recs) == 923 and {r.space for r in recs} == {"shared", "global"}   # generic both ways
+    return recs
+
+
+def _records_differing(recs, results):
+    return [(r.raw["instr"], res["error"]) for r, res in zip(recs, results, strict=True)
+            if res["error"] or [list(x) for x in zip(*res["beats"])] != r.raw["expect"]["regs"]]
+
+
 def test_the_fpga_build_runs_the_random_regression():
     """The FPGA build of ``make synth`` (line offsets on DSP multipliers, the load row buffer in
-    LUT RAM) gives the model's registers, errors and bank cycles, as the default build does."""
+    LUT RAM, a 128-bit global port of two contexts) gives the model's registers, errors and
+    bank cycles, as the default build does, and the H200's registers for every global and
+    generic wmma.load record through its AXI port (ids interleaved, the channels pausing)."""
+    build = fpga_build("h200")
+    assert build["axi_data_bits"] == 128 and build["axi_contexts"] == 2 and build["row_buffer_lutram"]
     n = 400
     jobs, expect, final = regress.make_jobs(n, seed=23, policy="h200", smem_bytes=16 * 1024)
-    results, _ = run_jobs(jobs, sim="verilator", seed=7, idle=0.25, backpressure=0.25,
-                          params={"dsp_multipliers": True, "row_buffer_lutram": True})
+    results, _ = run_jobs(jobs, sim="verilator", seed=7, idle=0.25, backpressure=0.25, params=build)
     table, fails = regress.compare(results, expect, final)
     assert not fails, "\n".join(fails[:20])
     assert sum(v[0] for v in table.values()) == n and len(table) == len(forms.FORMS)
+    recs = _global_wmma_records()
+    be = RtlBackend(sim="verilator")
+    results, _ = run_jobs([be.job(r) for r in recs], sim="verilator", idle=0.2, backpressure=0.3, seed=5,
+                          params=build)
+    bad = _records_differing(recs, results)
+    assert not bad, f"{len(bad)} records differ, first {bad[:3]}"
 
 
 def test_replay_h200_vectors_through_rtl(capsys):
@@ -63,14 +85,11 @@ def test_global_and_generic_wmma_records_through_the_axi_port(engine):
     random); the memory's address and data channels pause at random (30 %), the instruction
     stream idles 20 % of cycles (`make sim` replays them on Icarus without pauses)."""
     sim = "verilator"
-    recs = [r for f in ("h200_sm90.jsonl", "h200_capture.jsonl") for r in trace.load(DATA / f)
-            if r.ins.op == "wmma.load" and r.ins.space != "shared"]
-    assert len(recs) == 923 and {r.space for r in recs} == {"shared", "global"}   # generic both ways
+    recs = _global_wmma_records()
     be = RtlBackend(sim=sim)
     jobs = [be.job(r) for r in recs]
     results, _ = run_jobs(jobs, sim=sim, idle=0.2, backpressure=0.3, seed=5, engine=engine)
-    bad = [(r.raw["instr"], res["error"]) for r, res in zip(recs, results)
-           if res["error"] or [list(x) for x in zip(*res["beats"])] != r.raw["expect"]["regs"]]
+    bad = _records_differing(recs, results)
     assert not bad, f"{len(bad)} records differ, first {bad[:3]}"
 
 
