@@ -15,7 +15,7 @@ def test_formal_smoke():
     """Both scheduler contracts, the decompressor, the store shuffle, the ring rule, the Tensor
     Memory reduction, the owed store beats and the port slice prove, their covers (and the
     pass queue's) are reached; the broken schedulers, write crossbar, ring, queue, reduction,
-    owed beats and slice must fail. The pass queue's own proof (some 12 minutes) and the
+    owed beats, slice and load shuffle (its network and its window) must fail. The pass queue's own proof (some 12 minutes) and the
     longer ones are `make formal`'s."""
     expect = {"scheduler": "PASS", "scheduler_pairs": "PASS", "decompress": "PASS",
               "scheduler_cover": "PASS", "store_shuffle": "PASS",
@@ -24,7 +24,8 @@ def test_formal_smoke():
               "broken_ring": "FAIL", "broken_pass_queue": "FAIL",
               "tmem_reduce": "PASS", "broken_tmem_reduce": "FAIL",
               "owed": "PASS", "owed_cover": "PASS", "broken_owed": "FAIL",
-              "slice": "PASS", "broken_slice": "FAIL"}
+              "slice": "PASS", "broken_slice": "FAIL",
+              "broken_shuffle_network": "FAIL", "broken_shuffle_window": "FAIL"}
     r = subprocess.run([sys.executable, "formal/run.py", *expect], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = {ln.split()[1]: ln.split()[0] for ln in r.stdout.splitlines() if ln[:4] in ("PASS", "FAIL")}
