@@ -859,4 +859,3 @@ SPECS = {
     "broken": (lambda: SchedulerContract(BrokenBroadcast), "prove", 1, "must FAIL"),
     "broken_pairs": (lambda: SchedulerContract(BrokenBroadcast, rows=8, pairs=True), "prove", 1, "must FAIL"),
 }
-

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Short runs of the formal and synthesis flows (the full runs are `make formal`, `make synth`)."""
 
 import json
@@ -15,8 +16,8 @@ def test_formal_smoke():
     """Both scheduler contracts, the decompressor, the store shuffle, the ring rule, the Tensor
     Memory reduction, the owed store beats and the port slice prove, their covers (and the
     pass queue's) are reached; the broken schedulers, write crossbar, ring, queue, reduction,
-    owed beats, slice and load shuffle (its network and its window) must fail. The pass queue's own proof (some 12 minutes) and the
-    longer ones are `make formal`'s."""
+    owed beats, slice and load shuffle (its network and its window) must fail. The pass
+    queue's own proof (some 12 minutes) and the longer ones are `make formal`'s."""
     expect = {"scheduler": "PASS", "scheduler_pairs": "PASS", "decompress": "PASS",
               "scheduler_cover": "PASS", "store_shuffle": "PASS",
               "pass_queue_cover": "PASS", "ring": "PASS", "ring_packed": "PASS", "ring_cover": "PASS",
