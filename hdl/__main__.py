@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import TOP
 from .lsu import LoadStoreUnit
-from .params import FPGA_GLOBAL_PORT, POLICIES, Params, fpga_params
+from .params import FPGA_GLOBAL_PORT, POLICIES, PORT_SLICES, Params, fpga_params
 from .verilog.emit import verilog_text
 from .verilog.header import header_text, wmma_layouts_text
 
@@ -48,16 +48,21 @@ def parser() -> argparse.ArgumentParser:
                     help="an FPGA build: the address stage's line offsets on DSP multipliers")
     ap.add_argument("--row-buffer-lutram", action="store_true",
                     help="an FPGA build: the load row buffer in LUT RAM (h200 policy)")
+    ap.add_argument("--port-slices", choices=PORT_SLICES,
+                    help="the ports' slices: registered (every signal from flip-flops both ways; the default) "
+                         "or forward (each ready passed through; the default with --fpga)")
     ap.add_argument("--fpga", action="store_true",
-                    help="the FPGA build of make synth: --dsp-multipliers, --row-buffer-lutram (h200) and "
-                         "a 128-bit global port of two contexts (the flags above may still change any of it)")
+                    help="the FPGA build of make synth: --dsp-multipliers, --row-buffer-lutram (h200), "
+                         "--port-slices forward and a 128-bit global port of two contexts (the flags above "
+                         "may still change any of it)")
     return ap
 
 
 def params_from_args(args: argparse.Namespace) -> Params:
     """The build the arguments name (``--fpga``: :func:`~tensorlsu.hdl.params.fpga_params`'s, each
     flag given beside it still counting); a ``ValueError`` names a parameter out of range."""
-    given = {name: getattr(args, name) for name in ("axi_data_bits", "axi_contexts") if getattr(args, name) is not None}
+    given = {name: getattr(args, name) for name in ("axi_data_bits", "axi_contexts", "port_slices")
+             if getattr(args, name) is not None}
     common = dict(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
                   tmem_columns=args.tmem_columns, tmem_banks=args.tmem_banks,
                   axi_outstanding=args.axi_outstanding, axi_burst=args.axi_burst,

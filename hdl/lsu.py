@@ -22,8 +22,9 @@ C       CopyStage           tcgen05.cp: shared banks → decompressor → quadra
 
 Every port is registered inside the unit: an intake slice (``hdl/lib/slice.py``) on each
 input stream, an outlet slice on each output stream, an ``AxiSlice`` on the AXI4 port's read
-channels and a register on ``smem_size``; each adds a clock where it sits and nothing else. The
-reset is registered too (``core_rst``, the reset of the unit's ``core`` domain): the unit enters
+channels and a register on ``smem_size``; each adds a clock where it sits and nothing else.
+(With ``Params.port_slices = "forward"``, the FPGA build's, each ``ready`` passes through its
+slice.) The reset is registered too (``core_rst``, the reset of the unit's ``core`` domain): the unit enters
 and leaves reset a clock after ``rst``, and its input streams are not ready while in reset.
 
 The four Tensor Memory quadrants sit beside the shared-memory path and share nothing with it
@@ -45,7 +46,7 @@ from .copy.stage import CopyStage
 from .gmem.axi import AxiSignature
 from .gmem.axi_slice import AxiSlice
 from .gmem.fetch import GlobalFetch
-from .lib.slice import StreamSlice
+from .lib.slice import port_slice
 from .params import Params
 from .pipeline.accept import AcceptStage
 from .pipeline.address import AddressStage
@@ -75,19 +76,19 @@ def _core(m, name: str, component):
     return component
 
 
-def _intake(m, name: str, shape, port, closed):
-    """An intake slice between the unit's input stream ``port`` and the stage it feeds: returns
-    the slice's output, which the stage connects to. The port is not ready while ``closed``
-    (the unit's registered reset: a beat taken then would be lost)."""
-    s = _core(m, f"{name}_intake", StreamSlice(shape))
+def _intake(m, p: Params, name: str, shape, port, closed):
+    """An intake slice (``p.port_slices``) between the unit's input stream ``port`` and the
+    stage it feeds: returns the slice's output, which the stage connects to. The port is not
+    ready while ``closed`` (the unit's registered reset: a beat taken then would be lost)."""
+    s = _core(m, f"{name}_intake", port_slice(p.port_slices, shape))
     m.d.comb += [s.i.valid.eq(port.valid), s.i.payload.eq(port.payload), port.ready.eq(s.i.ready & ~closed)]
     return s.o
 
 
-def _outlet(m, name: str, shape, port):
-    """An outlet slice between a stage and the unit's output stream ``port``: returns the
-    slice's input, which the stage connects to."""
-    s = _core(m, f"{name}_outlet", StreamSlice(shape))
+def _outlet(m, p: Params, name: str, shape, port):
+    """An outlet slice (``p.port_slices``) between a stage and the unit's output stream
+    ``port``: returns the slice's input, which the stage connects to."""
+    s = _core(m, f"{name}_outlet", port_slice(p.port_slices, shape))
     wiring.connect(m, s.o, wiring.flipped(port))
     return s.i
 
@@ -204,7 +205,7 @@ class LoadStoreUnit(wiring.Component):
 
         # every port is registered inside the unit: an intake slice on each input stream, an
         # outlet slice on each output stream, a register on each level input
-        instr = _intake(m, "instr", self.instr_layout, self.instr, core_rst)
+        instr = _intake(m, p, "instr", self.instr_layout, self.instr, core_rst)
         smem_size = Signal.like(self.smem_size, name="smem_size_reg")
         m.d.core += smem_size.eq(self.smem_size)
         wiring.connect(m, instr, check.instr)
@@ -214,12 +215,12 @@ class LoadStoreUnit(wiring.Component):
         wiring.connect(m, passq.pop, take.pop)
         wiring.connect(m, take.take, result.take, ring.take)
         wiring.connect(m, take.shared, bank.take)
-        wiring.connect(m, _intake(m, "store", self.store_layout, self.store, core_rst), bank.store)
+        wiring.connect(m, _intake(m, p, "store", self.store_layout, self.store, core_rst), bank.store)
         wiring.connect(m, result.entries, ring.entries)
-        wiring.connect(m, result.result, _outlet(m, "result", self.result_layout, self.result))
-        wiring.connect(m, _intake(m, "fill", self.fill_layout, self.fill, core_rst), banks.fill)
-        wiring.connect(m, _intake(m, "dump_req", unsigned(p.line_bits), self.dump_req, core_rst), banks.dump_req)
-        wiring.connect(m, banks.dump, _outlet(m, "dump", unsigned(8 * p.line_bytes), self.dump))
+        wiring.connect(m, result.result, _outlet(m, p, "result", self.result_layout, self.result))
+        wiring.connect(m, _intake(m, p, "fill", self.fill_layout, self.fill, core_rst), banks.fill)
+        wiring.connect(m, _intake(m, p, "dump_req", unsigned(p.line_bits), self.dump_req, core_rst), banks.dump_req)
+        wiring.connect(m, banks.dump, _outlet(m, p, "dump", unsigned(8 * p.line_bytes), self.dump))
         m.d.comb += [check.smem_size.eq(smem_size), take.free.eq(result.free), take.tail.eq(result.tail),
                      take.start.eq(ring.start), bank.blocked.eq(ring.blocked),
                      take.store_room.eq(bank.store_room)]
@@ -231,7 +232,7 @@ class LoadStoreUnit(wiring.Component):
             # a global pass takes its fetch context as it enters the pass queue
             m.d.comb += [fetch.enter.eq(passq.push.valid & passq.push.ready),
                          fetch.enter_pass.eq(passq.push.payload), passq.hold.eq(~fetch.room)]
-            axi = _core(m, "axi_slice", AxiSlice(p.axi_data_bits, p.axi_id_bits))
+            axi = _core(m, "axi_slice", AxiSlice(p.axi_data_bits, p.axi_id_bits, p.port_slices))
             m.d.comb += axi.closed.eq(core_rst)
             wiring.connect(m, fetch.axi, axi.fetch)
             wiring.connect(m, axi.port, wiring.flipped(self.axi))
@@ -271,20 +272,20 @@ class LoadStoreUnit(wiring.Component):
             _core(m, f"tmem{q}", quad)
             inner = {}
             for port in ("instr", "store", "fill", "dump_req"):
-                inner[port] = _intake(m, f"tmem{q}_{port}", self.tmem_layouts[port],
+                inner[port] = _intake(m, p, f"tmem{q}_{port}", self.tmem_layouts[port],
                                       getattr(self, f"tmem_{port}")[q], core_rst)
                 wiring.connect(m, inner[port], getattr(quad, port))
             offered.append(inner["instr"].valid | inner["fill"].valid | inner["dump_req"].valid)
             for port in ("result", "dump"):
-                outer = _outlet(m, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q])
+                outer = _outlet(m, p, f"tmem{q}_{port}", self.tmem_layouts[port], getattr(self, f"tmem_{port}")[q])
                 wiring.connect(m, getattr(quad, port), outer)
         if not p.copy_port:
             m.d.comb += [banks.quiet.eq(quiet), check.stall.eq(banks.claim)]
             wiring.connect(m, bank.banks, banks.port)
             return m
         cp = _core(m, "copy", CopyStage(p))
-        wiring.connect(m, _intake(m, "cp_instr", cp_instr_layout(), self.cp_instr, core_rst), cp.instr)
-        wiring.connect(m, cp.result, _outlet(m, "cp_result", cp_result_layout(), self.cp_result))
+        wiring.connect(m, _intake(m, p, "cp_instr", cp_instr_layout(), self.cp_instr, core_rst), cp.instr)
+        wiring.connect(m, cp.result, _outlet(m, p, "cp_result", cp_result_layout(), self.cp_result))
         # a fill or dump claims the banks first; a fill waits for a copy that holds them. A copy,
         # once taken, goes before any instruction offered after it; an instruction offered on
         # the shared port goes before a copy not yet taken, and one waiting on a quadrant's port

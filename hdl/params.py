@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tensorlsu.sim.model import GROUP_ROWS, SMEM_BYTES
 
-__all__ = ["ASYNC_MEMORY", "Params", "TmemParams", "DEEP_GLOBAL_PORT", "FPGA_GLOBAL_PORT", "fpga_build", "fpga_params", "Policy", "POLICIES", "MAX_SMEM_BYTES",
+__all__ = ["ASYNC_MEMORY", "Params", "TmemParams", "DEEP_GLOBAL_PORT", "FPGA_GLOBAL_PORT", "PORT_SLICES", "fpga_build", "fpga_params", "Policy", "POLICIES", "MAX_SMEM_BYTES",
            "ROW_BYTES", "ROW_BITS", "GROUP_ROWS", "TMEM_LANES", "TMEM_QUADRANTS"]
 
 
@@ -44,6 +44,9 @@ TMEM_LANES = 32
 #: Lane quadrants of Tensor Memory (warps of a warpgroup).
 TMEM_QUADRANTS = 4
 
+
+#: The kinds of slice on the unit's ports (:attr:`Params.port_slices`, :mod:`tensorlsu.hdl.lib.slice`).
+PORT_SLICES = ("registered", "forward")
 
 #: The global port built to hide a memory latency of a few hundred clocks (docs/ports.md):
 #: 32 contexts (16 KiB of rows), 32 ids, bursts of 8 beats (a 512-byte pass in one burst).
@@ -130,6 +133,12 @@ class Params:
         (an FPGA's LUT RAM, the ECP5's DPR16X4), whose reads are those multiplexers
         (:class:`~tensorlsu.hdl.pipeline.rowbuf.RowBufferMemory`). Needs one landing a cycle
         into a block (the ``"h200"`` policy). The same cycles either way.
+    port_slices : str
+        The slices on the unit's ports (:mod:`tensorlsu.hdl.lib.slice`): ``"registered"``, every
+        port's signals from flip-flops both ways (a block inside an SM); ``"forward"``, the
+        ports' valid and payload from flip-flops and each ``ready`` passed through (an FPGA's
+        build: half the slices' flip-flops and no multiplexer in front of them). The same
+        cycles either way.
 
     Raises
     ------
@@ -154,6 +163,7 @@ class Params:
     shared_window_bytes: int = 1 << 24
     dsp_multipliers: bool = False
     row_buffer_lutram: bool = False
+    port_slices: str = "registered"
 
     def __post_init__(self):
         for name in ("lanes", "banks", "bank_bytes", "smem_bytes"):
@@ -214,6 +224,9 @@ class Params:
         if self.row_buffer_lutram and self.schedule is not Policy.H200:
             raise ValueError("row_buffer_lutram needs the h200 policy (one landing a cycle into a block), "
                              f"not {self.schedule}")
+        if self.port_slices not in PORT_SLICES:
+            raise ValueError(f"port_slices must be one of {', '.join(map(repr, PORT_SLICES))}, "
+                             f"not {self.port_slices!r}")
         if self.shared_window_bytes < self.smem_bytes:
             raise ValueError(f"shared_window_bytes must be at least smem_bytes = {self.smem_bytes}, "
                              f"not {self.shared_window_bytes}")
@@ -362,8 +375,9 @@ class Params:
 def fpga_build(schedule: str = "h200") -> dict:
     """The FPGA build's parameters (``make synth``'s ECP5 blocks, ``make verilog FPGA=1``): the
     address stage's line offsets on DSP multipliers, the load row buffer in LUT RAM (under
-    ``h200``, which lands one block a cycle) and :data:`FPGA_GLOBAL_PORT`."""
-    return {"dsp_multipliers": True, "row_buffer_lutram": schedule == "h200", **FPGA_GLOBAL_PORT}
+    ``h200``, which lands one block a cycle), forward port slices and :data:`FPGA_GLOBAL_PORT`."""
+    return {"dsp_multipliers": True, "row_buffer_lutram": schedule == "h200", "port_slices": "forward",
+            **FPGA_GLOBAL_PORT}
 
 
 def fpga_params(schedule: str = "h200", **kwargs) -> Params:

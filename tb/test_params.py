@@ -28,6 +28,7 @@ from tensorlsu.hdl.params import Params, TmemParams
     ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
     ({"dsp_multipliers": 1}, "dsp_multipliers must be True or False, not 1"),
     ({"row_buffer_lutram": "yes"}, "row_buffer_lutram must be True or False, not 'yes'"),
+    ({"port_slices": "skid"}, "port_slices must be one of 'registered', 'forward', not 'skid'"),
     ({"row_buffer_lutram": True, "schedule": "packed"},
      "row_buffer_lutram needs the h200 policy (one landing a cycle into a block), not packed"),
     ({"banks": 16}, "the tcgen05.cp port reads a step's 8 chunks of 16 bytes from 8 bank quads at once: it needs "

@@ -6,7 +6,7 @@ from amaranth import Cat, Module, Shape, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.slice import StreamSlice
+from ..lib.slice import port_slice
 from .axi import AxiSignature
 
 __all__ = ["AxiSlice"]
@@ -20,10 +20,11 @@ WRITE_OUT = ("awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "wdata",
 
 
 class AxiSlice(wiring.Component):
-    """Register slices (:class:`~tensorlsu.hdl.lib.slice.StreamSlice`) on the AXI4 manager
-    port's read channels: the address channel on its way out, the read data channel on its way
-    in, so that the global fetch stage's decisions never reach the port, nor the port's signals
-    its logic, in the same cycle. The write channels are idle and pass through.
+    """Register slices (``slices``, a kind of :func:`~tensorlsu.hdl.lib.slice.port_slice`) on
+    the AXI4 manager port's read channels: the address channel on its way out, the read data
+    channel on its way in, so that the global fetch stage's decisions never reach the port, nor
+    the port's signals its logic, in the same cycle (``"forward"`` slices pass each ready
+    through). The write channels are idle and pass through.
 
     Latency: a clock each way (an address leaves a clock after the fetch stage issues it; a
     beat reaches the fetch stage a clock after the port takes it). Throughput: a beat a clock
@@ -39,7 +40,8 @@ class AxiSlice(wiring.Component):
         The read data channel is not ready (the unit is in reset: a beat taken would be lost).
     """
 
-    def __init__(self, data_bits: int, id_bits: int):
+    def __init__(self, data_bits: int, id_bits: int, slices: str = "registered"):
+        self.slices = slices
         sig = AxiSignature(data_bits, id_bits)
         self.ar_width, self.r_width = (sum(Shape.cast(sig.members[k].shape).width for k in fields)
                                        for fields in (AR_FIELDS, R_FIELDS))
@@ -47,8 +49,8 @@ class AxiSlice(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.ar = ar = StreamSlice(unsigned(self.ar_width))
-        m.submodules.r = r = StreamSlice(unsigned(self.r_width))
+        m.submodules.ar = ar = port_slice(self.slices, unsigned(self.ar_width))
+        m.submodules.r = r = port_slice(self.slices, unsigned(self.r_width))
         f, p = self.fetch, self.port
         m.d.comb += [ar.i.valid.eq(f.arvalid), f.arready.eq(ar.i.ready), ar.i.payload.eq(Cat(*[getattr(f, k) for k in AR_FIELDS])),
                      p.arvalid.eq(ar.o.valid), ar.o.ready.eq(p.arready), Cat(*[getattr(p, k) for k in AR_FIELDS]).eq(ar.o.payload),

@@ -1,4 +1,5 @@
-"""A register slice: a stream cut by flip-flops in both directions."""
+"""Register slices: a stream cut by flip-flops in both directions (:class:`StreamSlice`), or
+in the forward direction alone (:class:`ForwardSlice`, the FPGA build's ports)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["StreamSlice"]
+__all__ = ["ForwardSlice", "StreamSlice", "port_slice"]
 
 
 class StreamSlice(wiring.Component):
@@ -54,3 +55,41 @@ class StreamSlice(wiring.Component):
         with m.Elif(self.i.valid & ~skid_valid):
             m.d.sync += [skid_valid.eq(1), full.eq(1)]
         return m
+
+
+class ForwardSlice(wiring.Component):
+    """A forward register slice of a stream of ``shape``: the output's ``valid`` and ``payload``
+    come from flip-flops; the input's ``ready`` is the output's, passed through (it is ready
+    while the slice is empty or its beat leaves). Half a :class:`StreamSlice`: one entry, no
+    skid entry and no multiplexer in front of the register, for the FPGA build, where a port's
+    ``ready`` crossing the unit costs no clock and the skid entry's LUTs count
+    (:attr:`~tensorlsu.hdl.params.Params.port_slices`).
+
+    Latency: a beat taken in one cycle is offered the next. Throughput: a beat a clock. The
+    payload register has no reset (only its valid bit has).
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+    o : Out(stream.Signature(shape))
+    """
+
+    def __init__(self, shape):
+        self.shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+        self.main = Signal(shape, name="main", reset_less=True)
+        self.main_valid = Signal(name="main_valid")
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += [self.o.payload.eq(self.main), self.o.valid.eq(self.main_valid),
+                     self.i.ready.eq(~self.main_valid | self.o.ready)]
+        with m.If(self.i.ready):
+            m.d.sync += [self.main.eq(self.i.payload), self.main_valid.eq(self.i.valid)]
+        return m
+
+
+def port_slice(kind: str, shape):
+    """A port slice of ``kind`` (one of :data:`~tensorlsu.hdl.params.PORT_SLICES`) for a stream
+    of ``shape``."""
+    return {"registered": StreamSlice, "forward": ForwardSlice}[kind](shape)

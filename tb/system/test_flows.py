@@ -16,7 +16,7 @@ def test_formal_smoke():
     """Both scheduler contracts, the decompressor, the store shuffle, the ring rule, the Tensor
     Memory reduction, the owed store beats and the port slice prove, their covers (and the
     pass queue's) are reached; the broken schedulers, write crossbar, ring, queue, reduction,
-    owed beats, slice and load shuffle (its network and its window) must fail. The pass
+    owed beats, slices and load shuffle (its network and its window) must fail. The pass
     queue's own proof (some 12 minutes) and the longer ones are `make formal`'s."""
     expect = {"scheduler": "PASS", "scheduler_pairs": "PASS", "decompress": "PASS",
               "scheduler_cover": "PASS", "store_shuffle": "PASS",
@@ -25,7 +25,7 @@ def test_formal_smoke():
               "broken_ring": "FAIL", "broken_pass_queue": "FAIL",
               "tmem_reduce": "PASS", "broken_tmem_reduce": "FAIL",
               "owed": "PASS", "owed_cover": "PASS", "broken_owed": "FAIL",
-              "slice": "PASS", "broken_slice": "FAIL",
+              "slice": "PASS", "broken_slice": "FAIL", "forward_slice": "PASS", "broken_forward_slice": "FAIL",
               "broken_shuffle_network": "FAIL", "broken_shuffle_window": "FAIL"}
     r = subprocess.run([sys.executable, "formal/run.py", *expect], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -166,6 +166,7 @@ def test_the_fpga_flag_is_the_fpga_build_of_make_synth():
 
     fpga = built("--fpga")
     assert fpga == fpga_params("h200") and (fpga.axi_data_bits, fpga.axi_contexts) == (128, 2)
+    assert fpga.port_slices == "forward" and built("--fpga", "--port-slices", "registered").port_slices == "registered"
     unit = run.blocks("h200")["unit"]()
     unit._MustUse__silence = True       # built in synth/run.py for its parameters, never elaborated
     assert unit.params == replace(fpga, tmem_columns=0)
@@ -173,7 +174,7 @@ def test_the_fpga_flag_is_the_fpga_build_of_make_synth():
     packed = built("--fpga", "--policy", "packed")
     assert packed.dsp_multipliers and not packed.row_buffer_lutram and packed.axi_data_bits == 128
     plain = built()
-    assert (plain.axi_data_bits, plain.axi_contexts, plain.dsp_multipliers) == (512, 4, False)
+    assert (plain.axi_data_bits, plain.axi_contexts, plain.dsp_multipliers, plain.port_slices) == (512, 4, False, "registered")
 
 
 def test_abc9_fallback_maps_with_the_classic_abc():
