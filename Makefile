@@ -97,9 +97,9 @@ SYNTH_ARGS ?=
 synth: $(STAMP) opensta
 	$(PY) synth/run.py $(SYNTH_ARGS)
 
-# SymbiYosys proofs and covers (formal/specs.py); the broken variants must fail
+# SymbiYosys proofs and covers (formal/specs.py), JOBS at once; the broken variants must fail
 formal: $(STAMP)
-	$(PY) formal/run.py
+	$(PY) formal/run.py --jobs $(JOBS)
 
 # Bytes per clock, cycles per instruction, every form's latency against the silicon's, simulation
 # speed: reports/bench.{md,json,png}. Some parts: make bench PARTS="tmem latency"

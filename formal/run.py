@@ -3,6 +3,7 @@
 
     python formal/run.py                 # every spec
     python formal/run.py scheduler broken
+    python formal/run.py --jobs 2        # two solvers at once
 
 Writes build/formal/<spec>/ (RTLIL, .sby, solver logs; a spec proved in parts, one folder a
 part) and prints one line per spec with its verdict and time. Exit status 0 only when every spec passes — and the ``broken*`` specs (a
@@ -10,9 +11,11 @@ deliberately broken scheduler or write crossbar) fail, proving the proofs can fa
 """
 
 import argparse
+import concurrent.futures
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,6 +30,9 @@ SPECS = {**SHARED_SPECS, **TMEM_SPECS, **COPY_SPECS}
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPECT_FAIL = {name for name in SPECS if name.startswith("broken")}
+#: specs are built and converted one at a time (Amaranth's elaboration is not made for threads);
+#: only the solvers run side by side
+_ELABORATION = threading.Lock()
 
 SBY = """[options]
 mode {mode}
@@ -54,7 +60,8 @@ def _solve(work: Path, name: str, spec, mode: str, depth: int) -> int:
     """One SymbiYosys run of ``spec`` in ``work``; returns its exit status (0 PASS, 2 FAIL)."""
     # YoWASP tools see a private /tmp: work below the repository.
     work.mkdir(parents=True, exist_ok=True)
-    (work / "model.il").write_text(rtlil.convert(spec, name="top", ports=[]))
+    with _ELABORATION:
+        (work / "model.il").write_text(rtlil.convert(spec, name="top", ports=[]))
     (work / f"{name}.sby").write_text(SBY.format(mode=mode, depth=depth))
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     r = subprocess.run(tools() + ["-f", f"{name}.sby"], cwd=work, capture_output=True, text=True, env=env)
@@ -68,7 +75,8 @@ def run(name: str) -> tuple[bool, float, str]:
     when every part passes, and fails at its first part that does not."""
     factory, mode, depth, why = SPECS[name]
     work = ROOT / "build" / "formal" / name
-    made = factory()
+    with _ELABORATION:
+        made = factory()
     parts = made if isinstance(made, list) else [made]
     t0 = time.perf_counter()
     for k, spec in enumerate(parts):
@@ -86,20 +94,29 @@ def run(name: str) -> tuple[bool, float, str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("specs", nargs="*", default=list(SPECS), help=f"any of {', '.join(SPECS)}")
+    ap.add_argument("--jobs", type=int, default=1, help="specs proved at once (default 1)")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     unknown = [name for name in args.specs if name not in SPECS]
     if unknown:
         print(f"unknown spec(s) {', '.join(map(repr, unknown))}; the specs are {', '.join(SPECS)}",
               file=sys.stderr)
         return 2
     ok, t0 = True, time.perf_counter()
-    for k, name in enumerate(args.specs, 1):
+
+    def started(k: int, name: str):
         _, mode, depth, _ = SPECS[name]
         print(f"[{k}/{len(args.specs)}] {name}: {mode}, depth {depth} "
               f"({time.perf_counter() - t0:.0f} s so far; log: build/formal/{name}/sby.log)", flush=True)
-        passed, _, line = run(name)
-        print(line, flush=True)
-        ok &= (not passed) if name in EXPECT_FAIL else passed
+        return run(name)
+
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        runs = {pool.submit(started, k, name): name for k, name in enumerate(args.specs, 1)}
+        for done in concurrent.futures.as_completed(runs):
+            passed, _, line = done.result()
+            print(line, flush=True)
+            ok &= (not passed) if runs[done] in EXPECT_FAIL else passed
     print(f"formal: {'all as expected' if ok else 'FAILED'} ({len(args.specs)} specs, "
           f"{time.perf_counter() - t0:.0f} s)")
     return 0 if ok else 1
