@@ -105,17 +105,23 @@ def main(argv=None) -> int:
         return 2
     ok, t0 = True, time.perf_counter()
 
+    printing = threading.Lock()
+
+    def say(line: str):
+        with printing:      # whole lines: print() writes a line's text and its end apart
+            print(line, flush=True)
+
     def started(k: int, name: str):
         _, mode, depth, _ = SPECS[name]
-        print(f"[{k}/{len(args.specs)}] {name}: {mode}, depth {depth} "
-              f"({time.perf_counter() - t0:.0f} s so far; log: build/formal/{name}/sby.log)", flush=True)
+        say(f"[{k}/{len(args.specs)}] {name}: {mode}, depth {depth} "
+            f"({time.perf_counter() - t0:.0f} s so far; log: build/formal/{name}/sby.log)")
         return run(name)
 
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         runs = {pool.submit(started, k, name): name for k, name in enumerate(args.specs, 1)}
         for done in concurrent.futures.as_completed(runs):
             passed, _, line = done.result()
-            print(line, flush=True)
+            say(line)
             ok &= (not passed) if runs[done] in EXPECT_FAIL else passed
     print(f"formal: {'all as expected' if ok else 'FAILED'} ({len(args.specs)} specs, "
           f"{time.perf_counter() - t0:.0f} s)")
