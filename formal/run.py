@@ -6,8 +6,9 @@
     python formal/run.py --jobs 2        # two solvers at once
 
 Writes build/formal/<spec>/ (RTLIL, .sby, solver logs; a spec proved in parts, one folder a
-part) and prints one line per spec with its verdict and time. Exit status 0 only when every spec passes — and the ``broken*`` specs (a
-deliberately broken scheduler or write crossbar) fail, proving the proofs can fail.
+part) and prints one line per spec with its verdict and time. Exit status 0 only when every
+spec passes — and the ``broken*`` specs (a deliberately broken scheduler or write crossbar)
+fail with a counterexample, proving the proofs can fail.
 """
 
 import argparse
@@ -69,8 +70,10 @@ def _solve(work: Path, name: str, spec, mode: str, depth: int) -> int:
     return r.returncode
 
 
-def run(name: str) -> tuple[bool, float, str]:
-    """Run spec ``name``; returns (passed, seconds, its report line). A spec whose factory
+def run(name: str) -> tuple[str, float, str]:
+    """Run spec ``name``; returns (``PASS``, ``FAIL`` or ``ERROR <status>``, seconds, its report
+    line): FAIL is a counterexample the solver found, anything else that is not a pass (an
+    induction that neither holds nor fails, a tool's error) is an ERROR. A spec whose factory
     returns a list is proved in parts, one run each (``build/formal/<spec>/part<k>``): it passes
     when every part passes, and fails at its first part that does not."""
     factory, mode, depth, why = SPECS[name]
@@ -88,7 +91,7 @@ def run(name: str) -> tuple[bool, float, str]:
     dt = time.perf_counter() - t0
     status = "PASS" if rc == 0 else ("FAIL" if rc == 2 else f"ERROR {rc}")
     where = f", part {k} of {len(parts)}" if rc and len(parts) > 1 else ""
-    return rc == 0, dt, f"{status:<6} {name:<16} {mode:<5} depth {depth:<3} {dt:7.1f} s  ({why}{where})"
+    return status, dt, f"{status:<6} {name:<16} {mode:<5} depth {depth:<3} {dt:7.1f} s  ({why}{where})"
 
 
 def main(argv=None) -> int:
@@ -120,9 +123,11 @@ def main(argv=None) -> int:
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         runs = {pool.submit(started, k, name): name for k, name in enumerate(args.specs, 1)}
         for done in concurrent.futures.as_completed(runs):
-            passed, _, line = done.result()
+            status, _, line = done.result()
             say(line)
-            ok &= (not passed) if runs[done] in EXPECT_FAIL else passed
+            # a broken variant must be caught by a counterexample, not by an error or an
+            # inconclusive induction
+            ok &= status == ("FAIL" if runs[done] in EXPECT_FAIL else "PASS")
     print(f"formal: {'all as expected' if ok else 'FAILED'} ({len(args.specs)} specs, "
           f"{time.perf_counter() - t0:.0f} s)")
     return 0 if ok else 1
