@@ -24,8 +24,9 @@ Every port is registered inside the unit: an intake slice (``hdl/lib/slice.py``)
 input stream, an outlet slice on each output stream, an ``AxiSlice`` on the AXI4 port's read
 channels and a register on ``smem_size``; each adds a clock where it sits and nothing else.
 (With ``Params.port_slices = "forward"``, the FPGA build's, each ``ready`` passes through its
-slice.) The reset is registered too (``core_rst``, the reset of the unit's ``core`` domain): the unit enters
-and leaves reset a clock after ``rst``, and its input streams are not ready while in reset.
+slice.) The reset is registered too (``core_rst``, the reset of the unit's ``core`` domain):
+the unit enters and leaves reset a clock after ``rst``, and its input streams are not ready
+while in reset.
 
 The four Tensor Memory quadrants sit beside the shared-memory path and share nothing with it
 or with each other: warp ``w`` of a warpgroup drives ``tmem_*[w mod 4]``. The copy stage
