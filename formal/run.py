@@ -71,9 +71,9 @@ def _solve(work: Path, name: str, spec, mode: str, depth: int) -> int:
 
 
 def run(name: str) -> tuple[str, float, str]:
-    """Run spec ``name``; returns (``PASS``, ``FAIL`` or ``ERROR <status>``, seconds, its report
-    line): FAIL is a counterexample the solver found, anything else that is not a pass (an
-    induction that neither holds nor fails, a tool's error) is an ERROR. A spec whose factory
+    """Run spec ``name``; returns (verdict, seconds, its report line). The verdict is ``PASS``,
+    ``FAIL`` (a counterexample the solver found) or ``ERROR <status>`` (anything else: an
+    induction that neither holds nor fails, a tool's error). A spec whose factory
     returns a list is proved in parts, one run each (``build/formal/<spec>/part<k>``): it passes
     when every part passes, and fails at its first part that does not."""
     factory, mode, depth, why = SPECS[name]
