@@ -10,7 +10,18 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["ForwardSlice", "StreamSlice", "port_slice"]
 
 
-class StreamSlice(wiring.Component):
+class _Slice(wiring.Component):
+    """What both slices have: the stream in and out, and the output entry ``main`` with its
+    valid bit (named for the proofs, formal/specs.py)."""
+
+    def __init__(self, shape):
+        self.shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+        self.main = Signal(shape, name="main", reset_less=True)
+        self.main_valid = Signal(name="main_valid")
+
+
+class StreamSlice(_Slice):
     """A register slice of a stream of ``shape``: the output's ``valid`` and ``payload`` and the
     input's ``ready`` all come from flip-flops, so no combinational path crosses it in either
     direction. Used as the unit's intake on every input stream and outlet on every output
@@ -28,12 +39,8 @@ class StreamSlice(wiring.Component):
     """
 
     def __init__(self, shape):
-        self.shape = shape
-        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
-        # the slice's state, named for the proof (formal/slice_specs.py)
-        self.main = Signal(shape, name="main", reset_less=True)
+        super().__init__(shape)
         self.skid = Signal(shape, name="skid", reset_less=True)
-        self.main_valid = Signal(name="main_valid")
         # skid_valid and its twin ``full``, which alone answers the input's ready: skid_valid
         # enables every bit of the skid entry, and a producer's handshake should not wait behind
         # that fanout (both kept, or synthesis merges them into one)
@@ -57,7 +64,7 @@ class StreamSlice(wiring.Component):
         return m
 
 
-class ForwardSlice(wiring.Component):
+class ForwardSlice(_Slice):
     """A forward register slice of a stream of ``shape``: the output's ``valid`` and ``payload``
     come from flip-flops; the input's ``ready`` is the output's, passed through (it is ready
     while the slice is empty or its beat leaves). Half a :class:`StreamSlice`: one entry, no
@@ -73,12 +80,6 @@ class ForwardSlice(wiring.Component):
     i : In(stream.Signature(shape))
     o : Out(stream.Signature(shape))
     """
-
-    def __init__(self, shape):
-        self.shape = shape
-        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
-        self.main = Signal(shape, name="main", reset_less=True)
-        self.main_valid = Signal(name="main_valid")
 
     def elaborate(self, platform):
         m = Module()
