@@ -1,9 +1,10 @@
-# tensorlsu — `make sim` runs the main job, `make test` the tests; both set up .venv first.
+# tensorlsu. `make sim` runs the main job, `make test` the tests; both set up .venv first
+# (ci.lock's exact versions). `make help` lists every target with what it does.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-TRACE  ?= tb/data/h200_sm90.jsonl
+TRACE  ?= data/h200_sm90.jsonl
 
 SIM    ?= icarus
 POLICY ?= h200
@@ -12,50 +13,76 @@ SEED   ?= 1
 WAVES  ?=
 # test workers (pytest-xdist): the CI machine has 2 cores
 JOBS   ?= 2
+# what a target says before it runs
+SAY     = @printf '\n== make %s: %s\n' $@
 
-.PHONY: all venv opensta sim test test-long fuzz replay regress gemm verilog capture synth formal bench clean
+.PHONY: all help venv lock opensta sim test test-long typecheck fuzz replay regress gemm verilog capture \
+	synth formal bench clean
 
 all: test
 
-$(STAMP): pyproject.toml
+## help: list the targets and what each does
+help:
+	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F"\t" '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml ci.lock
+	$(SAY) "set up .venv: the package and every extra, at ci.lock's versions (about 900 MB, 2 minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c ci.lock -e '.[dev]'
 	touch $(STAMP)
 
+## venv: set up .venv (make sim and make test do it when needed)
 venv: $(STAMP)
+
+## lock: write ci.lock anew from the newest versions pyproject.toml's ranges allow (then run make test)
+lock:
+	$(SAY) "resolve .[dev] in a scratch venv and write ci.lock"
+	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/python -m pip install -q --upgrade pip
+	build/lock-venv/bin/python -m pip install -q -e '.[dev]'
+	{ sed -n '1,/^# Regenerate/p' ci.lock; build/lock-venv/bin/python -m pip freeze --exclude-editable \
+		| grep -v '^tensorlsu'; } > ci.lock.new && mv ci.lock.new ci.lock
+	rm -rf build/lock-venv
 
 # OpenSTA, the static timing of the ASIC flow (synth/asic.py), is a Debian package
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+## opensta: install OpenSTA from Debian when it is missing (the ASAP7 flow's timing)
 opensta:
 	@command -v sta >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq opensta; }
 
 # Main job: the RTL regression, then the H200 vectors, the sm_100 Tensor Memory records and the
 # tcgen05.cp records through the RTL, and the H200 vectors and the copy records through the model.
 # WAVES=1 writes waveforms (FST on Icarus, VCD on Verilator) into build/.
+## sim: the main job, the RTL regression and every shipped trace through the RTL and the model (about 10 min)
 sim: $(STAMP)
+	$(SAY) "the RTL under cocotb ($(SIM)): a random regression, then every shipped trace; then the model"
 	$(PY) tb/regress.py --n 300 --sim $(SIM) --policy $(POLICY) $(if $(WAVES),--waves)
 	$(PY) -m tensorlsu.cosim replay $(TRACE) --backend rtl --sim $(SIM) --policy $(POLICY) \
 		$(if $(WAVES),--waves)
-	$(PY) -m tensorlsu.cosim replay tb/data/h200_capture.jsonl --backend rtl --sim $(SIM) \
+	$(PY) -m tensorlsu.cosim replay data/h200_capture.jsonl --backend rtl --sim $(SIM) \
 		--policy $(POLICY)
-	$(PY) -m tensorlsu.cosim replay tb/data/sm100_tmem.jsonl --backend rtl --sim $(SIM)
-	$(PY) -m tensorlsu.cosim replay tb/data/sm100_cp.jsonl --backend rtl --sim $(SIM)
+	$(PY) -m tensorlsu.cosim replay data/sm100_tmem.jsonl --backend rtl --sim $(SIM)
+	$(PY) -m tensorlsu.cosim replay data/sm100_cp.jsonl --backend rtl --sim $(SIM)
 	$(PY) -m tensorlsu.cosim replay $(TRACE)
-	$(PY) -m tensorlsu.cosim replay tb/data/sm100_cp.jsonl
+	$(PY) -m tensorlsu.cosim replay data/sm100_cp.jsonl
 
+## replay: the H200 vectors through the model (a second)
 replay: $(STAMP)
 	$(PY) -m tensorlsu.cosim replay $(TRACE)
 
 # Long regression (not in CI): make regress N=1000000 SIM=verilator. Every port (global and
 # generic wmma.load, the four quadrants, tcgen05.cp), a level of idle and back-pressure per job,
 # both policies at once (a process each; POLICY=h200 or packed for one); prints the coverage.
+## regress: the long random regression on every port (N instructions; not in CI)
 regress: $(STAMP)
+	$(SAY) "$(N) random instructions through the RTL ($(SIM)), against the model"
 	$(PY) tb/regress.py --n $(N) --seed $(SEED) --sim $(SIM) --ports \
 		--policy $(if $(filter command line,$(origin POLICY)),$(POLICY),both)
 
 # A CUTLASS-style GEMM mainloop's ldmatrix / stmatrix stream over Swizzle<3,4,3> tiles through the
 # RTL on Verilator, against the model (data, bank cycles), with its bytes per clock: make gemm N=1000000
+## gemm: a GEMM mainloop's ldmatrix/stmatrix stream through the RTL, with bytes per clock
 gemm: $(STAMP)
 	$(PY) tb/gemm.py --n $(N) --policy $(POLICY)
 
@@ -64,6 +91,7 @@ gemm: $(STAMP)
 # Sizes: make verilog SMEM_BYTES=233472 TMEM_COLUMNS=512 AXI_DATA_BITS=256 (python -m tensorlsu.hdl
 # --help lists every parameter). FPGA=1: the FPGA build of make synth (DSP multipliers, the row
 # buffer in LUT RAM, a 128-bit global port of two contexts).
+## verilog: the unit as one Verilog file and its header in build/
 verilog: $(STAMP)
 	mkdir -p build
 	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY) \
@@ -71,20 +99,25 @@ verilog: $(STAMP)
 		$(if $(AXI_DATA_BITS),--axi-data-bits $(AXI_DATA_BITS)) \
 		$(if $(FPGA),--fpga)
 
+## test: the test suite on JOBS workers (about 45 minutes on 2 cores)
 test: $(STAMP) opensta
+	$(SAY) "pytest on $(JOBS) workers: model, RTL (Icarus and Verilator), proofs' smoke, synthesis smoke, types"
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m "not long"
 
 # The checks too slow for every commit (pytest's `long` marker): other builds of the same paths
+## test-long: the checks too slow for every commit
 test-long: $(STAMP) opensta
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m long
 
 # The property-based fuzz of the front end, the model, the trace reader and replay at length
 # (make test runs it briefly): EXAMPLES a property, at random; prints how many each tried.
 EXAMPLES ?= 20000
+## fuzz: property-based fuzz of the front end, model, trace reader and replay, at length
 fuzz: $(STAMP)
 	TENSORLSU_FUZZ_EXAMPLES=$(EXAMPLES) $(PY) -m pytest tb/sim/test_fuzz.py -q -s -p no:cacheprovider
 
 # On a machine with an NVIDIA GPU and nvcc: capture hardware vectors (tb/hw/README.md).
+## capture: on a machine with an NVIDIA GPU and nvcc, capture hardware vectors
 capture:
 	$(PYTHON) tb/hw/capture.py --out tb/data/captured.jsonl
 
@@ -94,17 +127,27 @@ capture:
 # The long FPGA runs: make synth SYNTH_ARGS="--policies h200 packed --seeds 1 2 3 --route-units";
 # the blocks that do not fit the ECP5: SYNTH_ARGS="--flows fpga --blocks tmem_quadrant unit_tmem"
 SYNTH_ARGS ?=
+## synth: both synthesis reports, ECP5 and ASAP7, in reports/ (hours)
 synth: $(STAMP) opensta
+	$(SAY) "ECP5 (Yosys + nextpnr) and ASAP7 (Yosys + OpenSTA) of every block and the unit, into reports/"
 	$(PY) synth/run.py $(SYNTH_ARGS)
 
 # SymbiYosys proofs and covers (formal/specs.py), JOBS at once; the broken variants must fail
+## formal: every SymbiYosys proof and cover, JOBS at once (about 40 minutes)
 formal: $(STAMP)
+	$(SAY) "the SymbiYosys proofs; the broken variants must fail"
 	$(PY) formal/run.py --jobs $(JOBS)
 
 # Bytes per clock, cycles per instruction, every form's latency against the silicon's, simulation
 # speed: reports/bench.{md,json,png}. Some parts: make bench PARTS="tmem latency"
+## bench: bytes per clock, clocks per instruction, latency, simulation speed, into reports/bench.*
 bench: $(STAMP)
 	$(PY) tb/bench.py $(if $(PARTS),--parts $(PARTS))
 
+## typecheck: mypy over the public API (make test runs it too)
+typecheck: $(STAMP)
+	$(PY) tb/typecheck.py
+
+## clean: remove .venv, build/ and reports/
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache build sim_build reports

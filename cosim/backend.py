@@ -98,7 +98,7 @@ class RtlBackend:
             stride = r.get("stride", ins.stride if isinstance(ins.stride, int) else None)
             if stride is None:
                 stride = wmma_default_stride(ins)
-            space = Space[ins.space.upper()].value
+            space = Space[ins.space.upper()].value   # type: ignore[misc]  # Amaranth's enum, untyped
             addr = int(r["addr"])
             # a record's image, when given, is the whole shared memory: the unit refuses past it
             job = {"form": fid, "stride": int(stride), "image": image.hex(), "space": space,
@@ -189,7 +189,7 @@ class RtlBackend:
                 return False
         tm = [k for k, rec in enumerate(records)
               if rec.ins.op in ("tcgen05.ld", "tcgen05.st", "tcgen05.cp") and valid(rec)]
-        out = {}
+        out: dict[int, list[int]] = {}
         for k in tm:
             out.setdefault(self.tmem_cols(records[k]), []).append(k)
         first = next(iter(out), 0)
@@ -198,7 +198,7 @@ class RtlBackend:
         return out
 
     def execute_all(self, records) -> list[dict]:
-        produced = [None] * len(records)
+        produced: list[dict] = [{} for _ in records]
         self.seconds = 0.0
         for cols, members in self.groups(records).items():
             for k, out in zip(members, self._execute([records[k] for k in members], cols)):
@@ -206,7 +206,9 @@ class RtlBackend:
         return produced
 
     def _execute(self, records, tmem_columns: int) -> list[dict]:
-        jobs, index, produced = [], [], [None] * len(records)
+        jobs: list[dict] = []
+        index: list[int] = []
+        produced: list[dict] = [{} for _ in records]
         for k, rec in enumerate(records):
             try:
                 jobs.append(self.job(rec))

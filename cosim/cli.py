@@ -1,16 +1,48 @@
-"""Command line: ``tensorlsu replay TRACE.jsonl [--backend model] [--emit FILE]`` and
-``tensorlsu draw FORM [--out FILE.svg|.png] [--addr A,B,... --policy h200|packed]``."""
+"""The ``tensorlsu`` command: ``replay`` runs a trace through the reference model or the RTL and
+checks it, ``draw`` pictures a form's layout, bank schedule or copy. ``main(argv)`` returns the
+exit status (0: every expectation held; 1: some failed; 2: bad input, named on stderr)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
+import tensorlsu
+from tensorlsu import data
 from tensorlsu.sim import trace
 
 __all__ = ["main"]
+
+_DESCRIPTION = """\
+A model of the GPU warp-level matrix load/store unit: ldmatrix, stmatrix, wmma.load and
+tcgen05.ld / tcgen05.st / tcgen05.cp, bit-exact against an NVIDIA H200.
+
+  replay   run a trace through the reference model (default) or the RTL, and check every
+           record's registers, memory images, errors and bank cycles
+  draw     draw a form's fragment layout, an address pattern's bank schedule or a copy's
+           placement, as SVG or PNG"""
+
+_EXAMPLES = """\
+examples:
+  tensorlsu replay h200_sm90                     the 822 H200 vectors through the model
+  tensorlsu replay h200_sm90 --backend rtl       the same through the RTL (Icarus; first run builds it)
+  tensorlsu draw "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"
+  tensorlsu <command> --help                     a command's options"""
+
+_REPLAY = f"""\
+Run a trace (JSON lines, docs/trace-format.md) and compare each record's results with its
+expectations. TRACE is a file, or the name of a trace shipped with the package:
+{", ".join(data.NAMES)}.
+
+Exit status: 0 when every expectation holds, 1 when one fails, 2 on bad input."""
+
+_DRAW = """\
+Draw an instruction form as SVG (or PNG, with matplotlib): which thread and register hold each
+element; with --addr, which rows each bank quad serves in each clock; for a tcgen05.cp with
+--desc, where each shared-memory byte lands in Tensor Memory."""
 
 
 def _replay(args) -> int:
@@ -18,10 +50,13 @@ def _replay(args) -> int:
         try:
             from tensorlsu.cosim.backend import RtlBackend
         except ImportError as e:
-            print(f"tensorlsu replay: the rtl backend needs the dev extras ({e})", file=sys.stderr)
+            print(f"tensorlsu replay: the rtl backend needs the sim extra: pip install 'tensorlsu[sim]' ({e})",
+                  file=sys.stderr)
             return 2
     t0 = time.perf_counter()
     try:
+        if args.trace in data.NAMES and not os.path.exists(args.trace):
+            args.trace = str(data.path(args.trace))
         with open(args.trace, "rb") as f:
             records = list(trace.read(f))
         if args.select:
@@ -29,6 +64,7 @@ def _replay(args) -> int:
             records = [r for r in records if r.raw["instr"].startswith(prefixes)]
         if args.space:
             records = [r for r in records if r.space == args.space]
+        backend: RtlBackend | trace.ModelBackend
         if args.backend == "rtl":
             size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
             backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size,
@@ -118,29 +154,34 @@ def _smem_bytes(text: str) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="tensorlsu", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("replay", help="run a JSON-lines trace and compare with its expectations")
-    r.add_argument("trace", help="trace file (JSON lines, format version 1)")
-    r.add_argument("--backend", default="model", choices=["model", "rtl"])
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(prog="tensorlsu", description=_DESCRIPTION, epilog=_EXAMPLES,
+                                formatter_class=fmt)
+    p.add_argument("--version", action="version", version=f"%(prog)s {tensorlsu.__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{replay,draw}")
+    r = sub.add_parser("replay", help="run a trace and check it", description=_REPLAY, formatter_class=fmt)
+    r.add_argument("trace", metavar="TRACE", help="a trace file, or the name of a shipped trace")
+    r.add_argument("--backend", default="model", choices=["model", "rtl"],
+                   help="model: the numpy reference (a second for the H200 vectors); rtl: the "
+                        "emitted Verilog under cocotb (the sim extra)")
     r.add_argument("--sim", default="icarus", choices=["icarus", "verilator"],
-                   help="simulator of the rtl backend")
+                   help="simulator of the rtl backend (default icarus; verilator builds once, then runs faster)")
     r.add_argument("--policy", default="h200", choices=["h200", "packed"],
-                   help="bank scheduling policy used for wavefronts")
+                   help="bank scheduling policy: h200 (the H200's, measured) or packed (any 32 "
+                        "distinct banks a clock); default h200")
     r.add_argument("--smem-bytes", type=_smem_bytes, metavar="N",
                    help="shared memory of records without 'smem' (model: 228 KiB) and of the unit "
                         "(rtl: the smallest size that holds every record's rows and image)")
     r.add_argument("--select", metavar="PREFIXES",
                    help="only records whose instruction starts with one of these (comma-separated)")
     r.add_argument("--space", choices=["shared", "global", "tensor"],
-                   help="only records that access this memory (the rtl backend has shared and Tensor Memory, no global)")
+                   help="only records that access this memory")
     r.add_argument("--waves", action="store_true",
                    help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
     r.add_argument("--show", type=_count, default=20, metavar="N", help="print at most N failures")
-    d = sub.add_parser("draw", help="picture of a form's layout (who holds which element), of the "
-                                    "bank quads' cycles for an ldmatrix / stmatrix address pattern, or "
-                                    "of where a tcgen05.cp puts shared memory for a descriptor")
+    d = sub.add_parser("draw", help="draw a layout, a bank schedule or a copy", description=_DRAW,
+                       formatter_class=fmt)
     d.add_argument("form", help='instruction text, e.g. "ldmatrix.sync.aligned.m8n8.x4.shared.b16"')
     d.add_argument("--out", metavar="FILE", help="picture to write, .svg or .png (default: FORM.svg)")
     d.add_argument("--target", default="sm_100a", help="target the form is parsed for")

@@ -380,6 +380,6 @@ def fpga_build(schedule: str = "h200") -> dict:
             **FPGA_GLOBAL_PORT}
 
 
-def fpga_params(schedule: str = "h200", **kwargs) -> Params:
+def fpga_params(schedule: Policy | str = "h200", **kwargs) -> Params:
     """:func:`fpga_build`'s :class:`Params`; ``kwargs`` set any other parameter or override it."""
-    return Params(schedule=schedule, **{**fpga_build(schedule), **kwargs})
+    return Params(schedule=Policy(schedule), **{**fpga_build(schedule), **kwargs})

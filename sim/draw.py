@@ -71,7 +71,7 @@ def layout(ins: Instr) -> Grid:
             for r in range(T.shape[1]):
                 lane, col, half = (int(x) for x in T[t, r])
                 for p in ((0, 1) if ins.pack else (None,)):
-                    c = 2 * col + p if ins.pack else col
+                    c = col if p is None else 2 * col + p
                     suffix = "" if p is None else ("lo" if p == 0 else "hi")
                     _hold(cells, (lane, c + half * width), f"T{t}:R{r}{'.' + suffix if suffix else ''}", t)
         names = [f"{c}" for c in range(width)] + ([f"s+{c}" for c in range(width)] if halves == 2 else [])
@@ -219,9 +219,9 @@ def png(grid: Grid, path) -> None:
     ax.set_xlim(0, grid.cols)
     ax.set_ylim(grid.rows, 0)
     ax.set_xticks([c + 0.5 for c in range(grid.cols)])
-    ax.set_xticklabels(grid.col_names or range(grid.cols), fontsize=6)
+    ax.set_xticklabels([str(x) for x in grid.col_names or range(grid.cols)], fontsize=6)
     ax.set_yticks([r + 0.5 for r in range(grid.rows)])
-    ax.set_yticklabels(range(grid.rows), fontsize=6)
+    ax.set_yticklabels([str(r) for r in range(grid.rows)], fontsize=6)
     ax.set_xlabel(grid.col_label)
     ax.set_ylabel(grid.row_label)
     ax.set_title(grid.title, fontsize=8)

@@ -140,7 +140,10 @@ def _frag_c(t: int, M: int, N: int) -> list[tuple[int, int]]:
     return out
 
 
-def wmma_dims(frag: str, shape: str) -> tuple[int, int]:
+def wmma_dims(frag: str | None, shape: str) -> tuple[int, int]:
+    """(rows, columns) of the wmma fragment ``frag`` (``a``, ``b`` or ``c``) of ``shape``."""
+    if frag is None:
+        raise ValueError("not a wmma form: it names no fragment")
     m, n, k = WMMA_SHAPES[shape]
     return {"a": (m, k), "b": (k, n), "c": (m, n)}[frag]
 

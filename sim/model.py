@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, cast
 
 import numpy as np
 
@@ -138,21 +138,22 @@ class Memory:
         self.shared = _u8(self.shared if self.shared is not None else b"", "shared image")
         self.global_ = _u8(self.global_ if self.global_ is not None else b"", "global image")
 
+    def image(self, space: str) -> np.ndarray:
+        """The ``shared`` or ``global`` image (``__post_init__`` made both uint8 arrays)."""
+        return cast(np.ndarray, self.global_ if space == "global" else self.shared)
+
     def space_of(self, space: str, addr: int) -> str:
         """``shared`` or ``global``: a generic address is global when it lies in the global image."""
-        g0, g1 = self.global_base, self.global_base + len(self.global_)
+        size = len(self.image("global"))
         if space == "generic":
-            return "global" if len(self.global_) and g0 <= addr < g1 else "shared"
+            return "global" if size and self.global_base <= addr < self.global_base + size else "shared"
         return space
 
     def resolve(self, space: str, addr: int, nbytes: int) -> tuple[np.ndarray, int, str]:
         """(image, offset, space) of ``nbytes`` at ``addr``; refuses addresses outside the image."""
         g0 = self.global_base
         space = self.space_of(space, addr)
-        if space == "global":
-            img, off = self.global_, addr - g0
-        else:
-            img, off = self.shared, addr
+        img, off = self.image(space), addr - g0 if space == "global" else addr
         if off < 0 or off + nbytes > len(img):
             raise ModelError(f"{space} address range 0x{addr:x}..0x{addr + nbytes - 1:x} is outside "
                              f"the {len(img)}-byte {space} image"

@@ -163,9 +163,9 @@ class Instr:
         p = [self.op]
         if self.op == "tcgen05.cp":
             p += [f"cta_group::{self.cta_group}", self.shape] + ([self.multicast] if self.multicast else [])
-            return ".".join(p + ([self.dst_fmt, self.src_fmt] if self.src_fmt else []))
+            return ".".join(p + ([self.dst_fmt or "", self.src_fmt] if self.src_fmt else []))
         if self.op == "wmma.load":
-            p = ["wmma.load", self.frag, "sync", "aligned", self.layout, self.shape]
+            p = ["wmma.load", self.frag or "", "sync", "aligned", self.layout or "", self.shape]
             if self.space != "generic":
                 p.append(self.space)
             p.append(self.type)
@@ -185,7 +185,7 @@ class Instr:
             p.append("trans")
         if self.space != "generic":
             p.append(self.space)
-        p += [self.dst_fmt, self.src_fmt] if self.src_fmt else [self.type]
+        p += [self.dst_fmt or "", self.src_fmt] if self.src_fmt else [self.type]
         return ".".join(p)
 
     @property
@@ -286,7 +286,9 @@ _LITERAL_BITS = 64
 
 
 def _split_operands(s: str) -> list[str]:
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in s:
         if ch in "{[":
             depth += 1

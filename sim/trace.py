@@ -58,6 +58,14 @@ class Record:
         return self.raw.get("expect", {})
 
     @property
+    def parsed(self) -> Instr:
+        """The instruction, for a caller that runs the record: one whose text was refused
+        raises ValueError with the refusal."""
+        if self.ins is None:
+            raise ValueError(f"line {self.line}: the instruction was refused: {self.parse_error}")
+        return self.ins
+
+    @property
     def form(self) -> str:
         if self.ins:
             return self.ins.form
@@ -202,7 +210,7 @@ def operands(rec: Record) -> str | None:
     empty ``smem`` image (leave it out for zero-filled memory), store registers other than the
     instruction's count per thread. Every other check is the backend's own (the RTL's checks
     stay the RTL's)."""
-    r, ins = rec.raw, rec.ins
+    r, ins = rec.raw, rec.parsed
     for k in _needs(ins):
         if k not in r:
             raise TraceError(f"line {rec.line}: {ins.op} needs '{k}'")
@@ -257,7 +265,7 @@ class ModelBackend:
         self.policy, self.smem_bytes = policy, smem_bytes
 
     def execute(self, rec: Record) -> dict:
-        r, ins = rec.raw, rec.ins
+        r, ins = rec.raw, rec.parsed
         why = operands(rec)     # run() checks first; a caller of execute() gets the same verdict
         if why is not None:
             raise ValueError(why)
@@ -267,8 +275,8 @@ class ModelBackend:
                     "wavefronts": model.wavefronts(ins, r["addr"], self.policy)}
         if ins.op == "stmatrix":
             regs = r.get("regs", np.zeros((32, ins.nregs), dtype=np.uint32))   # absent: zeros
-            out = model.stmatrix(ins, smem, r["addr"], regs)
-            return {"smem": emitted_image(r, out.tobytes()),
+            image = model.stmatrix(ins, smem, r["addr"], regs)
+            return {"smem": emitted_image(r, image.tobytes()),
                     "wavefronts": model.wavefronts(ins, r["addr"], self.policy)}
         if ins.op == "wmma.load":
             mem = model.Memory(shared=smem, global_=bytes.fromhex(r.get("gmem", "")),
@@ -279,12 +287,12 @@ class ModelBackend:
             return out
         tmem, cols = bytes.fromhex(r.get("tmem", "")), r.get("tmem_cols", model.TMEM_COLS)
         if ins.op == "tcgen05.cp":
-            out = model.tcgen05_cp(ins, smem, r.get("desc"), r.get("taddr"), tmem, cols=cols)
-            return {"tmem": emitted_image(r, out.astype("<u4").tobytes(), "tmem")}
+            cells = model.tcgen05_cp(ins, smem, r.get("desc"), r.get("taddr"), tmem, cols=cols)
+            return {"tmem": emitted_image(r, cells.astype("<u4").tobytes(), "tmem")}
         if ins.op == "tcgen05.st":
             regs = r.get("regs", np.zeros((32, ins.nregs), dtype=np.uint32))   # absent: zeros
-            out = model.tcgen05_st(ins, tmem, r["taddr"], r["warp"], regs, r.get("split"), cols=cols)
-            return {"tmem": emitted_image(r, out.astype("<u4").tobytes(), "tmem")}
+            cells = model.tcgen05_st(ins, tmem, r["taddr"], r["warp"], regs, r.get("split"), cols=cols)
+            return {"tmem": emitted_image(r, cells.astype("<u4").tobytes(), "tmem")}
         regs, red = model.tcgen05_ld(ins, tmem, r["taddr"], r["warp"], r.get("split"), cols=cols)
         out = {"regs": regs.tolist()}
         if red is not None:

@@ -116,11 +116,11 @@ def bench_patterns(sim: str, policy: str, rng: random.Random):
 
 
 def bench_wmma_measured(sim: str) -> dict:
-    """Every form and stride measured on the H200 (tb/data/h200_wmma_cost.jsonl, offset 0) as
+    """Every form and stride measured on the H200 (data/h200_wmma_cost.jsonl, offset 0) as
     a burst of 16 under both policies: cycles per instruction against the H200's measured
     clocks per instruction at saturation."""
     import math
-    cost = [r for r in map(json.loads, (ROOT / "tb/data/h200_wmma_cost.jsonl").read_text().splitlines())
+    cost = [r for r in map(json.loads, (ROOT / "data/h200_wmma_cost.jsonl").read_text().splitlines())
             if r["kind"] == "cost" and r["offset"] == 0]
     out = {"cases": len(cost)}
     for policy in ("h200", "packed"):

@@ -7,5 +7,5 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 #: The repository's root, the test data, and the hardware capture harness.
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tb" / "data"
+DATA = ROOT / "data"
 HW = ROOT / "tb" / "hw"

@@ -35,7 +35,7 @@ from tensorlsu.sim import trace  # noqa: E402
 from test_tmem_rtl import COLS, _random_jobs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACES = ("tb/data/h200_sm90.jsonl", "tb/data/h200_capture.jsonl")
+TRACES = ("data/h200_sm90.jsonl", "data/h200_capture.jsonl")
 
 
 def _hash(x) -> str:
@@ -157,7 +157,7 @@ def main(argv=None) -> int:
         out[f"global {policy}"] = [digest(r) for r in res]
         print(f"global {policy}: {len(res)} instructions", flush=True)
     # Tensor Memory: the sm_100 records, and random jobs of four warps at once
-    with open(ROOT / "tb/data/sm100_tmem.jsonl") as f:
+    with open(ROOT / "data/sm100_tmem.jsonl") as f:
         records = list(trace.read(f))
     be = RtlBackend(sim=args.sim)
     for cols, members in be.groups(records).items():

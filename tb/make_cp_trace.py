@@ -1,4 +1,4 @@
-"""Writes tb/data/sm100_cp.jsonl: tcgen05.cp records for the sm_100 family.
+"""Writes data/sm100_cp.jsonl: tcgen05.cp records for the sm_100 family.
 
 No GPU of the family is at hand, and the expectations do not come from the model: each
 record's shared memory holds a random matrix placed through CUTLASS's canonical K-major
@@ -13,7 +13,7 @@ a nonzero Tensor Memory; and refusals: every descriptor field no copy may use, a
 breaks its swizzle row, a byte past shared memory, a column origin off 4, columns past the
 allocation, lanes past 127. All with a 32-column allocation (one unit builds for the file).
 
-    python tb/make_cp_trace.py [--out tb/data/sm100_cp.jsonl] [--seed 1]
+    python tb/make_cp_trace.py [--out data/sm100_cp.jsonl] [--seed 1]
 """
 
 import argparse
@@ -147,7 +147,7 @@ def records(seed: int):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(Path(__file__).parent / "data" / "sm100_cp.jsonl"))
+    ap.add_argument("--out", default=str(Path(__file__).parents[1] / "data" / "sm100_cp.jsonl"))
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     recs = records(args.seed)

@@ -1,4 +1,4 @@
-"""Writes tb/data/sm100_tmem.jsonl: tcgen05.ld / tcgen05.st records for the sm_100 family.
+"""Writes data/sm100_tmem.jsonl: tcgen05.ld / tcgen05.st records for the sm_100 family.
 
 No sm_100-family GPU is available, so these records are not captured: their expectations
 come from the model (``replay --emit``), whose Tensor Memory tables are checked against
@@ -11,7 +11,7 @@ and store; .red min / max of each type; four warps and random lane offsets; and 
 negative or overlapping). Images are random where the instruction reads, in the warp's
 quadrant, and zero elsewhere; a small allocation (``tmem_cols`` 64) keeps the file small.
 
-    python tb/make_tmem_trace.py [--out tb/data/sm100_tmem.jsonl] [--seed 1]
+    python tb/make_tmem_trace.py [--out data/sm100_tmem.jsonl] [--seed 1]
 """
 
 import argparse
@@ -109,7 +109,7 @@ def records(seed: int):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "data" / "sm100_tmem.jsonl"))
+    ap.add_argument("--out", default=str(Path(__file__).parents[1] / "data" / "sm100_tmem.jsonl"))
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     recs = records(args.seed)

@@ -1,5 +1,5 @@
 """CopyStage alone (Amaranth's simulator), with shared memory and Tensor Memory modelled in the
-bench: every record of tb/data/sm100_cp.jsonl (expectations from CUTLASS's layouts, tb/cute.py)
+bench: every record of data/sm100_cp.jsonl (expectations from CUTLASS's layouts, tb/cute.py)
 gives the expected Tensor Memory image or refusal; the rate is a step a cycle when a step's
 chunks lie in eight quads (quadrants of one bank: a step every two cycles, its columns in two
 halves). The banks' model gives a read's row ``SharedBanks.READ_LATENCY``

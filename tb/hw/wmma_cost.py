@@ -16,7 +16,7 @@ program gives the shared loads each form compiles to (LDSM, LDS, ...). Writes JS
   elements) and byte offset of the matrix in shared memory, cycles per instruction.
 
 Like capture.py it imports nothing from the project. Usage:
-``python3 tb/hw/wmma_cost.py --out tb/data/h200_wmma_cost.jsonl`` (on the GPU machine).
+``python3 tb/hw/wmma_cost.py --out data/h200_wmma_cost.jsonl`` (on the GPU machine).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""wmma.load's bank cost on the H200 (tb/data/h200_wmma_cost.jsonl, measured with
+"""wmma.load's bank cost on the H200 (data/h200_wmma_cost.jsonl, measured with
 tb/hw/wmma_cost.py): the model's plan of shared loads is what ptxas emitted, and its cycles
 are what the H200 took at saturation, for every form, stride and offset; the RTL's h200 policy
 takes exactly those cycles."""

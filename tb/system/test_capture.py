@@ -1,6 +1,6 @@
 """The hardware capture harness: its records replay clean, and it still builds.
 
-tb/data/h200_capture.jsonl was captured by tb/hw/capture.py on an NVIDIA H200 (sm_90a):
+data/h200_capture.jsonl was captured by tb/hw/capture.py on an NVIDIA H200 (sm_90a):
 1,176 functional records (every ldmatrix/stmatrix .m8n8 form, 88 wmma.load forms in
 shared, global and generic spaces) and 72 saturated-throughput measurements.
 """

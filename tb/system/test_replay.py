@@ -1,4 +1,4 @@
-"""Trace replay: the H200 vectors (hardware facts, tb/data) and the command line."""
+"""Trace replay: the H200 vectors (hardware facts, data/) and the command line."""
 
 import json
 import subprocess
@@ -219,7 +219,7 @@ def test_model_and_rtl_refuse_rows_and_matrices_past_the_image(tmp_path, sim, ca
 
 
 def test_tcgen05_cp_vectors_pass_and_are_what_the_writer_writes():
-    """tb/data/sm100_cp.jsonl: expectations from CUTLASS's layouts (tb/cute.py), not the model;
+    """data/sm100_cp.jsonl: expectations from CUTLASS's layouts (tb/cute.py), not the model;
     every record passes the model, and the file is the writer's output (seed 1)."""
     path = DATA / "sm100_cp.jsonl"
     assert [json.loads(line) for line in path.read_text().splitlines()] == make_cp_trace.records(1)
