@@ -26,7 +26,7 @@ help:
 	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F"\t" '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml ci.lock
-	$(SAY) "set up .venv: the package and every extra, at ci.lock's versions (about 900 MB, 2 minutes)"
+	@printf '\n== make venv: %s\n' "set up .venv: the package and every extra, at ci.lock's versions (about 900 MB, 2 minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c ci.lock -e '.[dev]'

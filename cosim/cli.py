@@ -37,6 +37,10 @@ Run a trace (JSON lines, docs/trace-format.md) and compare each record's results
 expectations. TRACE is a file, or the name of a trace shipped with the package:
 {", ".join(data.NAMES)}.
 
+A SASS address trace (Accel-Sim's tracer, NVBit's mem_trace; docs/sass-traces.md) prints every
+shared access's bank cycles under both policies; with --backend rtl each LDSM / STSM also runs
+through the RTL and must take the model's cycles.
+
 Exit status: 0 when every expectation holds, 1 when one fails, 2 on bad input."""
 
 _DRAW = """\
@@ -53,10 +57,20 @@ def _replay(args) -> int:
             print(f"tensorlsu replay: the rtl backend needs the sim extra: pip install 'tensorlsu[sim]' ({e})",
                   file=sys.stderr)
             return 2
+    if args.trace in data.NAMES and not os.path.exists(args.trace):
+        args.trace = str(data.path(args.trace))
+    try:
+        fmt = _format(args.trace, args.format)
+    except OSError as e:
+        print(f"tensorlsu replay: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"tensorlsu replay: {args.trace}: {e}", file=sys.stderr)
+        return 2
+    if fmt != "tensorlsu":
+        return _replay_sass(args, fmt)
     t0 = time.perf_counter()
     try:
-        if args.trace in data.NAMES and not os.path.exists(args.trace):
-            args.trace = str(data.path(args.trace))
         with open(args.trace, "rb") as f:
             records = list(trace.read(f))
         if args.select:
@@ -103,6 +117,77 @@ def _replay(args) -> int:
     print(f"{len(outcomes)} records, {len(outcomes) - len(failed)} passed, {len(failed)} failed "
           f"({args.backend}, policy {args.policy}, {dt:.2f} s{sim})")
     return 1 if failed else 0
+
+
+def _format(path: str, given: str) -> str:
+    """The trace's format: ``given``, or read from its first lines (JSON lines are the project's)."""
+    if given != "auto":
+        return given
+    from tensorlsu.sim import sass
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = [line for _, line in zip(range(200), f)]
+    first = next((line.strip() for line in head if line.strip()), "")
+    return "tensorlsu" if first.startswith("{") or not first else sass.detect(head)
+
+
+def _replay_sass(args, fmt: str) -> int:
+    """An Accel-Sim or NVBit address trace: every shared access's bank cycles under both
+    policies (the model), and with ``--backend rtl`` each LDSM / STSM through the RTL against
+    the model's cycles under ``--policy``."""
+    from tensorlsu.sim import sass
+    t0 = time.perf_counter()
+    try:
+        with open(args.trace, encoding="utf-8", errors="replace") as f:
+            accesses = list(sass.read(f.read().splitlines(), fmt))
+        costed, base = sass.costs(accesses, args.smem_base)
+    except OSError as e:
+        print(f"tensorlsu replay: {e}", file=sys.stderr)
+        return 2
+    except sass.SassError as e:
+        print(f"tensorlsu replay: {args.trace}: {e}", file=sys.stderr)
+        return 2
+    shared = [c for c in costed if c.op is not None or c.error is not None]
+    refused = [c for c in shared if c.error is not None]
+    print(f"{args.trace} ({fmt}): {len(accesses):,} memory instructions, {len(shared):,} in shared memory "
+          f"(offsets from 0x{base:x})")
+    print(sass.format_costs(costed))
+    for c in refused[: args.show]:
+        print(f"REFUSED {c.error}")
+    matrix = [c for c in shared if c.error is None and c.op is not None and c.op.kind == "matrix"]
+    failed: list = []
+    if args.backend == "rtl" and matrix:
+        try:
+            from tensorlsu.cosim.backend import RtlBackend
+        except ImportError as e:
+            print(f"tensorlsu replay: the rtl backend needs the sim extra: pip install 'tensorlsu[sim]' ({e})",
+                  file=sys.stderr)
+            return 2
+        lines = []
+        for c in matrix:
+            assert c.op is not None
+            rec = sass.record(c.access, c.op, base, args.target)
+            rec["expect"] = {"wavefronts": c.cycles[args.policy]}
+            lines.append(json.dumps(rec))
+        records = list(trace.read(lines))
+        backend = RtlBackend(sim=args.sim, policy=args.policy, smem_bytes=RtlBackend.smem_bytes_for(records),
+                             progress=True)
+        outcomes = list(trace.run(records, backend))
+        failed = [o for o in outcomes if not o.passed]
+        for o in failed[: args.show]:
+            print(f"FAIL {o.record.raw['source']}: {'; '.join(o.failures)}")
+        print(f"RTL ({args.sim}, {args.policy}): {len(outcomes) - len(failed):,} of {len(outcomes):,} LDSM / STSM "
+              f"at the model's bank cycles")
+    if args.emit:
+        try:
+            with open(args.emit, "w") as f:
+                for c in shared:
+                    f.write(json.dumps({"line": c.access.line, "where": c.access.where, "opcode": c.access.opcode,
+                                        **({"error": c.error} if c.error else {"wavefronts": c.cycles})}) + "\n")
+        except OSError as e:
+            print(f"tensorlsu replay: --emit: {e}", file=sys.stderr)
+            return 2
+    print(f"{len(shared):,} shared accesses, {len(refused):,} refused ({time.perf_counter() - t0:.2f} s)")
+    return 1 if refused or failed else 0
 
 
 def _draw(args) -> int:
@@ -161,6 +246,13 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True, metavar="{replay,draw}")
     r = sub.add_parser("replay", help="run a trace and check it", description=_REPLAY, formatter_class=fmt)
     r.add_argument("trace", metavar="TRACE", help="a trace file, or the name of a shipped trace")
+    r.add_argument("--format", default="auto", choices=["auto", "tensorlsu", "accelsim", "nvbit"],
+                   help="the trace's format (default: told from its first lines): the project's JSON "
+                        "lines, an Accel-Sim tracer trace (.trace / .traceg) or NVBit mem_trace output")
+    r.add_argument("--smem-base", type=lambda x: int(x, 0), metavar="A",
+                   help="SASS traces: the shared window's base address (default: the Accel-Sim header's, "
+                        "else the lowest shared address rounded down to 1 KiB)")
+    r.add_argument("--target", default="sm_90a", help="SASS traces: the target of the PTX forms (default sm_90a)")
     r.add_argument("--backend", default="model", choices=["model", "rtl"],
                    help="model: the numpy reference (a second for the H200 vectors); rtl: the "
                         "emitted Verilog under cocotb (the sim extra)")

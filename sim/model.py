@@ -20,7 +20,7 @@ from .ptx import WMMA_BITS, Instr
 
 __all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "wmma_wavefront_groups",
            "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tcgen05_cp", "tmem_image",
-           "plan", "wavefronts", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride",
+           "plan", "wavefronts", "shared_wavefronts", "SHARED_WIDTHS", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride",
            "integer", "registers", "ADDR_BITS", "STRIDE_BITS", "REG_BITS"]
 
 #: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).
@@ -612,14 +612,56 @@ def wmma_wavefront_groups(ins: Instr | str, addr: int, stride: int | None = None
     return groups
 
 
+def _busiest_bank(words: Iterable[int], banks: int = 32) -> int:
+    """Distinct 4-byte words in the busiest bank: the cycles one group of accesses costs."""
+    count: dict[int, int] = {}
+    for word in set(words):
+        count[word % banks] = count.get(word % banks, 0) + 1
+    return max(count.values(), default=0)
+
+
 def _wmma_wavefronts(ins: Instr, addr: int, stride: int) -> int:
-    total = wmma_shared_loads(ins).movm
-    for words in wmma_wavefront_groups(ins, addr, stride):
-        banks: dict[int, int] = {}
-        for word in words:
-            banks[word % 32] = banks.get(word % 32, 0) + 1
-        total += max(banks.values())
-    return total
+    return wmma_shared_loads(ins).movm + sum(_busiest_bank(words)
+                                             for words in wmma_wavefront_groups(ins, addr, stride))
+
+
+#: Bytes a thread of a plain shared load or store (LDS / STS) may move.
+SHARED_WIDTHS = (1, 2, 4, 8, 16)
+#: Bytes the banks serve in one wavefront: 32 banks of 4 bytes.
+WAVEFRONT_BYTES = 128
+
+
+def shared_wavefronts(width: int, addr, policy: str = "h200") -> int:
+    """Bank cycles of one plain shared load or store (SASS LDS / STS) of ``width`` bytes a
+    thread, at the 32 lanes' byte addresses ``addr`` (``None``: an inactive lane).
+
+    ``"h200"``: the warp in phases of 128 bytes, consecutive lanes (32 lanes of up to 4 bytes,
+    16 of 8, 8 of 16), each phase costing its busiest bank's distinct 4-byte words; a phase
+    without an active lane costs nothing. This is the rule that predicts the H200's cost of
+    every wmma.load compiled to LDS sequences (docs/facts.md). ``"packed"``: the busiest bank's
+    distinct words over the whole warp, phases mixed. Refuses a width it does not know and an
+    address not aligned to the width (the hardware faults)."""
+    if width not in SHARED_WIDTHS:
+        raise ModelError(f"shared_wavefronts: a thread moves 1, 2, 4, 8 or 16 bytes, not {width}")
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r} (expected one of {', '.join(POLICIES)})")
+    lanes = list(addr)
+    if len(lanes) != 32:
+        raise ModelError(f"shared_wavefronts: 32 lane addresses (None for an inactive lane), not {len(lanes)}")
+    words: list[list[int]] = []
+    for t, a in enumerate(lanes):
+        if a is None:
+            words.append([])
+            continue
+        a = integer(a, f"the address of lane {t}", ADDR_BITS)
+        if a % width:
+            raise ModelError(f"lane {t}'s address 0x{a:x} is not aligned to the {width}-byte access")
+        words.append([(a + k) // 4 for k in range(0, max(width, 4), 4)])
+    if policy == "packed":
+        return _busiest_bank(w for lane in words for w in lane)
+    per_phase = WAVEFRONT_BYTES // max(width, 4)
+    return sum(_busiest_bank(w for lane in words[p:p + per_phase] for w in lane)
+               for p in range(0, 32, per_phase))
 
 
 def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,

@@ -6,6 +6,7 @@ import sys
 
 import make_cp_trace
 import pytest
+from sasslines import CASES, trace_text
 from conftest import DATA
 from tensorlsu.cosim import cli
 from tensorlsu.cosim.backend import RtlBackend
@@ -256,3 +257,12 @@ def test_rtl_backend_refuses_a_copy_whose_operands_differ_from_the_text():
         with pytest.raises(ValueError, match=f"{what} 0x[0-9a-f]+ differs from the text's immediate"):
             RtlBackend().cp_job(rec)
     assert RtlBackend().cp_job(trace.Record(1, {"instr": ins.text}, ins, None))["cp"]["taddr"] == 64
+
+
+def test_a_sass_trace_runs_its_ldsm_and_stsm_through_the_rtl(tmp_path, capsys):
+    """An Accel-Sim trace's LDSM / STSM through the RTL (Verilator) at the model's bank cycles,
+    each cycle count derived by hand in tb/sim/test_sass.py."""
+    path = tmp_path / "kernel-1.traceg"
+    path.write_text(trace_text([c[0] for c in CASES]))
+    assert cli.main(["replay", str(path), "--backend", "rtl", "--sim", "verilator"]) == 0
+    assert "RTL (verilator, h200): 4 of 4 LDSM / STSM at the model's bank cycles" in capsys.readouterr().out
