@@ -12,7 +12,7 @@ import time
 
 import tensorlsu
 from tensorlsu import data
-from tensorlsu.sim import trace
+from tensorlsu.sim import sass, trace
 
 __all__ = ["main"]
 
@@ -123,7 +123,6 @@ def _format(path: str, given: str) -> str:
     """The trace's format: ``given``, or read from its first lines (JSON lines are the project's)."""
     if given != "auto":
         return given
-    from tensorlsu.sim import sass
     with open(path, encoding="utf-8", errors="replace") as f:
         head = [line for _, line in zip(range(200), f)]
     first = next((line.strip() for line in head if line.strip()), "")
@@ -134,7 +133,6 @@ def _replay_sass(args, fmt: str) -> int:
     """An Accel-Sim or NVBit address trace: every shared access's bank cycles under both
     policies (the model), and with ``--backend rtl`` each LDSM / STSM through the RTL against
     the model's cycles under ``--policy``."""
-    from tensorlsu.sim import sass
     t0 = time.perf_counter()
     try:
         with open(args.trace, encoding="utf-8", errors="replace") as f:
