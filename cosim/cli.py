@@ -12,7 +12,7 @@ import time
 
 import tensorlsu
 from tensorlsu import data
-from tensorlsu.sim import sass, trace
+from tensorlsu.sim import sass, stream, trace
 
 __all__ = ["main"]
 
@@ -78,6 +78,8 @@ def _replay(args) -> int:
             records = [r for r in records if r.raw["instr"].startswith(prefixes)]
         if args.space:
             records = [r for r in records if r.space == args.space]
+        if args.stream:
+            records = stream.images(records, args.smem_bytes)
         backend: RtlBackend | trace.ModelBackend
         if args.backend == "rtl":
             size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
@@ -129,52 +131,82 @@ def _format(path: str, given: str) -> str:
     return "tensorlsu" if first.startswith("{") or not first else sass.detect(head)
 
 
+def _rtl_backend(args, records):
+    """The RTL backend for ``records``, or None after saying why it cannot load."""
+    try:
+        from tensorlsu.cosim.backend import RtlBackend
+    except ImportError as e:
+        print(f"tensorlsu replay: the rtl backend needs the sim extra: pip install 'tensorlsu[sim]' ({e})",
+              file=sys.stderr)
+        return None
+    return RtlBackend(sim=args.sim, policy=args.policy, smem_bytes=RtlBackend.smem_bytes_for(records),
+                      progress=True)
+
+
+def _side_file(args) -> str | None:
+    """The data side file: --data, else NAME.data.jsonl beside NAME.traceg when there is one."""
+    if args.data:
+        return args.data
+    path = os.path.splitext(args.trace)[0] + ".data.jsonl"
+    return path if os.path.exists(path) else None
+
+
 def _replay_sass(args, fmt: str) -> int:
     """An Accel-Sim or NVBit address trace: every shared access's bank cycles under both
-    policies (the model), and with ``--backend rtl`` each LDSM / STSM through the RTL against
-    the model's cycles under ``--policy``."""
+    policies (the model). With a data side file, the stream replays with its data through the
+    backend; without one, ``--backend rtl`` runs each LDSM / STSM at the model's cycles."""
     t0 = time.perf_counter()
+    side_path = _side_file(args)
     try:
         with open(args.trace, encoding="utf-8", errors="replace") as f:
             accesses = list(sass.read(f.read().splitlines(), fmt))
-        costed, base = sass.costs(accesses, args.smem_base)
+        side = None
+        if side_path is not None:
+            with open(side_path, encoding="utf-8") as f:
+                side = stream.read_side(f.read().splitlines())
+        costed, base = sass.costs(accesses, side.base if side else args.smem_base)
+        shared = [c for c in costed if c.op is not None or c.error is not None]
+        if side is not None:
+            lines, plain = stream.side_records(shared, side, args.policy, args.target)
+        else:
+            lines = []
+            for c in shared:
+                if c.error is None and c.op is not None and c.op.kind == "matrix" and args.backend == "rtl":
+                    lines.append({**sass.record(c.access, c.op, base, args.target),
+                                  "expect": {"wavefronts": c.cycles[args.policy]}})
+            plain = []
     except OSError as e:
         print(f"tensorlsu replay: {e}", file=sys.stderr)
         return 2
     except sass.SassError as e:
-        print(f"tensorlsu replay: {args.trace}: {e}", file=sys.stderr)
+        print(f"tensorlsu replay: {side_path if 'data line' in str(e) else args.trace}: {e}", file=sys.stderr)
         return 2
-    shared = [c for c in costed if c.op is not None or c.error is not None]
     refused = [c for c in shared if c.error is not None]
     print(f"{args.trace} ({fmt}): {len(accesses):,} memory instructions, {len(shared):,} in shared memory "
-          f"(offsets from 0x{base:x})")
+          f"(offsets from 0x{base:x})" + (f"; data from {side_path}" if side else ""))
     print(sass.format_costs(costed))
     for c in refused[: args.show]:
         print(f"REFUSED {c.error}")
-    matrix = [c for c in shared if c.error is None and c.op is not None and c.op.kind == "matrix"]
     failed: list = []
-    if args.backend == "rtl" and matrix:
-        try:
-            from tensorlsu.cosim.backend import RtlBackend
-        except ImportError as e:
-            print(f"tensorlsu replay: the rtl backend needs the sim extra: pip install 'tensorlsu[sim]' ({e})",
-                  file=sys.stderr)
+    if lines:
+        records = list(trace.read(json.dumps(r) for r in lines))
+        backend = _rtl_backend(args, records) if args.backend == "rtl" else trace.ModelBackend(policy=args.policy)
+        if backend is None:
             return 2
-        lines = []
-        for c in matrix:
-            assert c.op is not None
-            rec = sass.record(c.access, c.op, base, args.target)
-            rec["expect"] = {"wavefronts": c.cycles[args.policy]}
-            lines.append(json.dumps(rec))
-        records = list(trace.read(lines))
-        backend = RtlBackend(sim=args.sim, policy=args.policy, smem_bytes=RtlBackend.smem_bytes_for(records),
-                             progress=True)
         outcomes = list(trace.run(records, backend))
         failed = [o for o in outcomes if not o.passed]
+        if side is not None:
+            print(trace.format_table(trace.summarize(outcomes)))
         for o in failed[: args.show]:
             print(f"FAIL {o.record.raw['source']}: {'; '.join(o.failures)}")
-        print(f"RTL ({args.sim}, {args.policy}): {len(outcomes) - len(failed):,} of {len(outcomes):,} LDSM / STSM "
-              f"at the model's bank cycles")
+        what = "with the GPU's data" if side else "at the model's bank cycles"
+        print(f"{args.backend} ({args.sim + ', ' if args.backend == 'rtl' else ''}{args.policy}): "
+              f"{len(outcomes) - len(failed):,} of {len(outcomes):,} LDSM / STSM {what}")
+    bad_plain = [p for p in plain if p.failure]
+    for p in bad_plain[: args.show]:
+        print(f"FAIL {p.failure}")
+    if plain:
+        print(f"LDS / STS on the stream's image: {len(plain) - len(bad_plain):,} of {len(plain):,} as the GPU did")
     if args.emit:
         try:
             with open(args.emit, "w") as f:
@@ -185,7 +217,7 @@ def _replay_sass(args, fmt: str) -> int:
             print(f"tensorlsu replay: --emit: {e}", file=sys.stderr)
             return 2
     print(f"{len(shared):,} shared accesses, {len(refused):,} refused ({time.perf_counter() - t0:.2f} s)")
-    return 1 if refused or failed else 0
+    return 1 if refused or failed or bad_plain else 0
 
 
 def _draw(args) -> int:
@@ -251,6 +283,12 @@ def main(argv=None) -> int:
                    help="SASS traces: the shared window's base address (default: the Accel-Sim header's, "
                         "else the lowest shared address rounded down to 1 KiB)")
     r.add_argument("--target", default="sm_90a", help="SASS traces: the target of the PTX forms (default sm_90a)")
+    r.add_argument("--data", metavar="FILE",
+                   help="SASS traces: the data side file (default: NAME.data.jsonl beside NAME.traceg, when "
+                        "present): replay the stream with the GPU's data")
+    r.add_argument("--stream", action="store_true",
+                   help="the records share one shared-memory image: a record without 'smem' reads what the "
+                        "records before it left")
     r.add_argument("--backend", default="model", choices=["model", "rtl"],
                    help="model: the numpy reference (a second for the H200 vectors); rtl: the "
                         "emitted Verilog under cocotb (the sim extra)")

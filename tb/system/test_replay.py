@@ -265,4 +265,15 @@ def test_a_sass_trace_runs_its_ldsm_and_stsm_through_the_rtl(tmp_path, capsys):
     path = tmp_path / "kernel-1.traceg"
     path.write_text(trace_text([c[0] for c in CASES]))
     assert cli.main(["replay", str(path), "--backend", "rtl", "--sim", "verilator"]) == 0
-    assert "RTL (verilator, h200): 4 of 4 LDSM / STSM at the model's bank cycles" in capsys.readouterr().out
+    assert "rtl (verilator, h200): 4 of 4 LDSM / STSM at the model's bank cycles" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kernel", ["gemm_tile", "epilogue"])
+def test_the_h200_kernels_replay_through_the_rtl_with_their_data(kernel, capsys):
+    """The capture harness's real kernels (Accel-Sim format, data side file; tb/hw/sass_capture.py)
+    through the RTL: every LDSM / STSM reads and writes what the GPU did, at the model's cycles."""
+    path = DATA.parent / "tb" / "data" / f"{kernel}.traceg"
+    assert cli.main(["replay", str(path), "--backend", "rtl", "--sim", "verilator"]) == 0
+    out = capsys.readouterr().out
+    n = {"gemm_tile": 24, "epilogue": 10}[kernel]
+    assert f"rtl (verilator, h200): {n} of {n} LDSM / STSM with the GPU's data" in out
