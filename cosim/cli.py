@@ -12,7 +12,7 @@ import time
 
 import tensorlsu
 from tensorlsu import data
-from tensorlsu.sim import sass, stream, trace
+from tensorlsu.sim import cheader, sass, stream, trace
 
 __all__ = ["main"]
 
@@ -23,7 +23,8 @@ tcgen05.ld / tcgen05.st / tcgen05.cp, bit-exact against an NVIDIA H200.
   replay   run a trace through the reference model (default) or the RTL, and check every
            record's registers, memory images, errors and bank cycles
   draw     draw a form's fragment layout, an address pattern's bank schedule or a copy's
-           placement, as SVG or PNG"""
+           placement, as SVG or PNG
+  cheader  write the bank rule as a C header for C and C++ simulators"""
 
 _EXAMPLES = """\
 examples:
@@ -220,6 +221,17 @@ def _replay_sass(args, fmt: str) -> int:
     return 1 if refused or failed or bad_plain else 0
 
 
+def _cheader(args) -> int:
+    try:
+        with open(args.out, "w") as f:
+            f.write(cheader.generate())
+    except OSError as e:
+        print(f"tensorlsu cheader: --out: {e}", file=sys.stderr)
+        return 2
+    print(f"tensorlsu cheader: {args.out}")
+    return 0
+
+
 def _draw(args) -> int:
     from tensorlsu.sim import draw
     from tensorlsu.sim.model import ModelError
@@ -273,7 +285,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="tensorlsu", description=_DESCRIPTION, epilog=_EXAMPLES,
                                 formatter_class=fmt)
     p.add_argument("--version", action="version", version=f"%(prog)s {tensorlsu.__version__}")
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{replay,draw}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{replay,draw,cheader}")
     r = sub.add_parser("replay", help="run a trace and check it", description=_REPLAY, formatter_class=fmt)
     r.add_argument("trace", metavar="TRACE", help="a trace file, or the name of a shipped trace")
     r.add_argument("--format", default="auto", choices=["auto", "tensorlsu", "accelsim", "nvbit"],
@@ -319,7 +331,14 @@ def main(argv=None) -> int:
     d.add_argument("--desc", type=lambda x: int(x, 0), metavar="D",
                    help="tcgen05.cp: the 64-bit shared-memory descriptor (docs/tcgen05-cp.md): draw "
                         "which shared-memory bytes land in each lane and column")
+    h = sub.add_parser("cheader", help="write the bank rule as a C header",
+                       description="Write tensorlsu_banks.h: the bank cycles of ldmatrix / stmatrix and of "
+                                   "LDS / STS as C functions, generated from the model's tables, for C and "
+                                   "C++ simulators.", formatter_class=fmt)
+    h.add_argument("--out", metavar="FILE", default="tensorlsu_banks.h", help="default: tensorlsu_banks.h")
     args = p.parse_args(argv)
+    if args.cmd == "cheader":
+        return _cheader(args)
     return _draw(args) if args.cmd == "draw" else _replay(args)
 
 

@@ -2,7 +2,7 @@
 conventions: undriven inputs are free, assumptions constrain the environment).
 
 The gather and scatter are checked move by move against the step table
-(:func:`tensorlsu.hdl.tmem.plan.schedule`, generated from ``layouts.tmem_table``; the test
+(:func:`tensorlsu.sim.tmem_plan.schedule`, generated from ``layouts.tmem_table``; the test
 ``tb/tmem/test_quadrant.py::test_step_table_is_the_layout_table`` checks that its moves are exactly the
 table's cells), for every step row and all data, with the lanes where a row names them (lane
 offset 0); the lane helpers they call are proven for every offset on their own
@@ -20,7 +20,7 @@ from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import TmemParams
 from tensorlsu.hdl.tmem.gather import TmemGather
 from tensorlsu.hdl.tmem.lanes import to_physical, to_virtual
-from tensorlsu.hdl.tmem.plan import PORTS, SHAPES, schedule
+from tensorlsu.sim.tmem_plan import PORTS, SHAPES, schedule
 from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
 from tensorlsu.hdl.tmem.records import CANONICAL_NAN, LANES, Kind, RedType
 from tensorlsu.hdl.tmem.reduce import TmemReduce

@@ -14,13 +14,13 @@ from typing import Iterable, cast
 
 import numpy as np
 
-from . import descriptor, layouts, ptx
+from . import descriptor, layouts, ptx, tmem_plan
 from .decompress import decompress
 from .ptx import WMMA_BITS, Instr
 
 __all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "wmma_wavefront_groups",
            "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tcgen05_cp", "tmem_image",
-           "plan", "wavefronts", "shared_wavefronts", "SHARED_WIDTHS", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride",
+           "plan", "wavefronts", "shared_wavefronts", "tmem_steps", "copy_steps", "SHARED_WIDTHS", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride",
            "integer", "registers", "ADDR_BITS", "STRIDE_BITS", "REG_BITS"]
 
 #: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).
@@ -625,6 +625,31 @@ def _wmma_wavefronts(ins: Instr, addr: int, stride: int) -> int:
                                              for words in wmma_wavefront_groups(ins, addr, stride))
 
 
+def tmem_steps(ins: Instr | str, banks: int = tmem_plan.BANKS) -> int:
+    """Clocks a tcgen05.ld / tcgen05.st keeps its quadrant's memory busy: the steps of its
+    plan (:mod:`.tmem_plan`, the table the RTL's sequencer walks; ``banks`` per quadrant, 2 by
+    default, 1 in the area build). A .red load runs as the plain load of its shape. This is the
+    memory's occupancy, the floor of any schedule; tb/tmem/test_costs.py compares it with the
+    RTL's back-to-back clocks."""
+    ins = _ins(ins)
+    if ins.op not in ("tcgen05.ld", "tcgen05.st"):
+        raise ModelError(f"tmem_steps: {ins.op} is not tcgen05.ld or tcgen05.st (tcgen05.cp: copy_steps)")
+    pl = tmem_plan.plan(ins.op, ins.shape, ins.num, ins.pack, banks)
+    return pl.periods * sum(len(beat.steps) for beat in pl.beats)
+
+
+def copy_steps(ins: Instr | str, banks: int = tmem_plan.BANKS) -> int:
+    """Clocks a tcgen05.cp takes back to back: a step reads one 16-byte chunk of each of 8 rows
+    (128 bytes, one from each bank quad whatever the descriptor: formal/copy_specs.py), so
+    ``ceil(rows / 8) × chunks a row`` steps; a quadrant of one bank writes a step in two clocks."""
+    ins = _ins(ins)
+    if ins.op != "tcgen05.cp":
+        raise ModelError(f"copy_steps: {ins.op} is not tcgen05.cp")
+    rows, bits = ptx.CP_SHAPES[ins.shape]
+    steps = -(-rows // GROUP_ROWS) * (bits // 8 // layouts.ROW_BYTES)
+    return steps * (2 if banks == 1 else 1)
+
+
 #: Bytes a thread of a plain shared load or store (LDS / STS) may move.
 SHARED_WIDTHS = (1, 2, 4, 8, 16)
 #: Bytes the banks serve in one wavefront: 32 banks of 4 bytes.
@@ -666,7 +691,8 @@ def shared_wavefronts(width: int, addr, policy: str = "h200") -> int:
 
 def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
                bank_bytes: int = 4, stride: int | None = None) -> int:
-    """Shared-memory cycles an ldmatrix / stmatrix occupies the banks, or a wmma.load from
+    """Shared-memory cycles an ldmatrix / stmatrix occupies the banks (a tcgen05.cp: its
+    :func:`copy_steps`, whatever ``addr``), or a wmma.load from
     shared memory at matrix address ``addr`` with ``stride`` (elements; default: the
     instruction's, else the leading dimension). wmma.load, ``"h200"``: the wavefronts of the
     loads ptxas compiles it into plus one per MOVM (:func:`wmma_shared_loads`; docs/facts.md:
@@ -695,8 +721,11 @@ def wavefronts(ins: Instr | str, addr, policy: str = "h200", *, banks: int = 32,
         if (banks, bank_bytes) != (32, 4):
             raise ModelError("wavefronts: the wmma.load rule is the H200's (32 banks of 4 bytes)")
         return _wmma_wavefronts(ins, addr, stride)
+    if ins.op == "tcgen05.cp":      # a step reads 128 bytes from the eight quads, whatever the layout
+        return copy_steps(ins)
     if ins.op not in ("ldmatrix", "stmatrix"):
-        raise ModelError(f"wavefronts: no cycle rule for {ins.op} (ldmatrix, stmatrix and wmma.load only)")
+        raise ModelError(f"wavefronts: {ins.op} does not use the shared banks (its Tensor Memory clocks: "
+                         "model.tmem_steps)")
     reqs = plan(ins, addr)
     if policy == "h200":
         groups: dict[tuple[int, int], list[int]] = {}

@@ -37,7 +37,7 @@ from tensorlsu.hdl.codes import Space  # noqa: E402
 from tensorlsu.hdl.copy.records import FORMS as COPY_FORMS  # noqa: E402
 from tensorlsu.hdl.copy.records import instr_fields as copy_fields  # noqa: E402
 from tensorlsu.hdl.pipeline import forms  # noqa: E402
-from tensorlsu.hdl.tmem.plan import NUMS, SHAPES  # noqa: E402
+from tensorlsu.sim.tmem_plan import NUMS, SHAPES  # noqa: E402
 from tensorlsu.sim import descriptor, model, ptx  # noqa: E402
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1  # noqa: E402
 

@@ -2,7 +2,7 @@
 and immHalfSplitoff, sometimes made illegal (lanes outside the quadrant, columns past the
 memory, a missing / negative / overlapping split)."""
 
-from tensorlsu.hdl.tmem.plan import NUMS, SHAPES
+from tensorlsu.sim.tmem_plan import NUMS, SHAPES
 from tensorlsu.sim import ptx
 from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1
 

@@ -10,7 +10,7 @@ from ..codes import Error
 from ..params import ROW_BITS, TMEM_LANES, TMEM_QUADRANTS, Params
 from ..smem.banks import BankPortSignature, SharedBanks
 from ..smem.decompress import Decompressor
-from ..tmem.plan import PORTS_PER_BANK
+from tensorlsu.sim.tmem_plan import PORTS_PER_BANK
 from ..tmem.records import COPY_COLUMNS, tmem_copy_signature
 from .check import ADDR_BITS, CopyCheck
 from .placement import CopyPlacement

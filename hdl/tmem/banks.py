@@ -9,7 +9,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..params import TmemParams
-from .plan import PORTS_PER_BANK
+from tensorlsu.sim.tmem_plan import PORTS_PER_BANK
 from .records import LANES
 
 __all__ = ["TmemBanks", "FILL_PORT", "pick", "bank_of", "row_of"]

@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import TmemParams
-from .plan import MAX_REGS, NUMS, SHAPES, cols_of, plan, schedule
+from tensorlsu.sim.tmem_plan import MAX_REGS, NUMS, SHAPES, cols_of, plan, schedule
 from .records import LANES, RedType, tmem_instr_layout
 
 __all__ = ["TmemCheck", "verdict", "SPAN_LOG_MAX"]
@@ -69,7 +69,7 @@ class TmemCheck(wiring.Component):
         log2 of the columns one access spans (at most ``SPAN_LOG_MAX``); the form is 16x32bx2,
         whose second access lies immHalfSplitoff on.
     cls : Out
-        The instruction's class in :func:`~tensorlsu.hdl.tmem.plan.schedule`.
+        The instruction's class in :func:`~tensorlsu.sim.tmem_plan.schedule`.
     periods, nregs : Out
         Periods of its class's steps it runs; registers per thread.
     lane_off : Out

@@ -11,7 +11,7 @@ from ..codes import Error
 from ..lib.stages import stage_pair
 from ..params import TmemParams
 from .check import TmemCheck, verdict
-from .plan import MAX_REGS, schedule
+from tensorlsu.sim.tmem_plan import MAX_REGS, schedule
 from .records import LANES, tmem_instr_layout
 from .steps import ADDR_BITS, first_layout, first_step
 

@@ -21,7 +21,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.rom import candidates, select, selects
 from .lanes import to_virtual
-from .plan import BANKS, accesses, schedule
+from tensorlsu.sim.tmem_plan import BANKS, accesses, schedule
 from .records import LANES, beat_layout
 
 __all__ = ["TmemGather", "sources"]
@@ -52,7 +52,7 @@ class TmemGather(wiring.Component):
     words : In(ArrayLayout(unsigned(32 · LANES), accesses(banks)))
         What the step's accesses read (the memory's output, the cycle after the step).
     var : In
-        The step row of the words (:func:`~tensorlsu.hdl.tmem.plan.schedule`).
+        The step row of the words (:func:`~tensorlsu.sim.tmem_plan.schedule`).
     lane_off : In
         taddr's lane from the quadrant's first.
     load : In(1)

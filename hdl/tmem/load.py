@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import TmemParams
 from .gather import TmemGather
-from .plan import MAX_REGS, PORTS_PER_BANK, schedule
+from tensorlsu.sim.tmem_plan import MAX_REGS, PORTS_PER_BANK, schedule
 from .records import LANES, beat_layout
 
 __all__ = ["TmemLoad", "step_layout", "beat_info_layout"]

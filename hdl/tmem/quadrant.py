@@ -6,7 +6,7 @@ four warps run at once. A quadrant's memory holds one *column* of its 32 lanes p
 bits), in two banks by column parity (``TmemParams.banks``; or one), each with two ports:
 every register of every form touches the same columns in all its lanes, so one step reads or
 writes up to four whole columns, two groups of one column or two of opposite offset parity
-(:mod:`tensorlsu.hdl.tmem.plan`).
+(:mod:`tensorlsu.sim.tmem_plan`).
 
 ======  ============  ===========================================================
 stage   component     what it does
@@ -32,7 +32,7 @@ Latency and rate (loads): an instruction taken at the port reaches the sequencer
 later (the decode stage); its first step is issued the cycle after;
 the memory answers one cycle later; the words are aligned the next, and a beat leaves the
 cycle after its last step's words were placed (x1: four cycles from acceptance).
-A beat of one or two registers every one or two steps (:func:`~tensorlsu.hdl.tmem.plan.plan`);
+A beat of one or two registers every one or two steps (:func:`~tensorlsu.sim.tmem_plan.plan`);
 a ``.red`` load adds one ``redval`` beat. Stores: the store port brings beats of two
 consecutive registers (a pending beat waits while the held one is written over its steps),
 so a store writes as fast as a load of its form reads; one completion beat follows the last
@@ -57,7 +57,7 @@ from ..params import TmemParams
 from .banks import TmemBanks, pick, row_of
 from .decode import TmemDecode
 from .load import TmemLoad
-from .plan import PORTS_PER_BANK, SHAPES
+from tensorlsu.sim.tmem_plan import PORTS_PER_BANK, SHAPES
 from .records import (
     COPY_ROWS,
     LANES,

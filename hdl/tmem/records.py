@@ -16,7 +16,7 @@ from ..codes import Error
 from ..params import TMEM_LANES as LANES
 from ..params import TMEM_QUADRANTS as QUADRANTS
 from ..params import TmemParams
-from .plan import MAX_REGS, NUMS, SHAPES
+from tensorlsu.sim.tmem_plan import MAX_REGS, NUMS, SHAPES
 
 __all__ = ["LANES", "QUADRANTS", "CANONICAL_NAN", "MAX_REGS", "RedType", "Kind",
            "BEAT_REGS", "beat_layout", "store_beats", "tmem_instr_layout", "tmem_result_layout", "tmem_fill_layout", "instr_fields",
@@ -47,7 +47,7 @@ class Kind(enum.Enum, shape=unsigned(2)):
 
 def tmem_instr_layout() -> data.StructLayout:
     """A quadrant's instruction: the decoded form (``store``; ``shape_id``: index into
-    :data:`~tensorlsu.hdl.tmem.plan.SHAPES`; ``num_log2``: log2 of .num; ``pack``: .pack::16b or
+    :data:`~tensorlsu.sim.tmem_plan.SHAPES`; ``num_log2``: log2 of .num; ``pack``: .pack::16b or
     .unpack::16b; the reduction), taddr (lane in bits 31:16, column in 15:0), the warp's index in
     its warpgroup, and immHalfSplitoff (``has_split``: the operand was given)."""
     return data.StructLayout({

@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.rom import candidates, select, selects_ahead
 from .lanes import to_physical
-from .plan import BANKS, accesses, schedule
+from tensorlsu.sim.tmem_plan import BANKS, accesses, schedule
 from .records import LANES, beat_layout
 from .steps import firsts, successors
 

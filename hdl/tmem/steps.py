@@ -25,7 +25,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.rom import rom
-from .plan import BANKS, MAX_REGS, accesses, schedule
+from tensorlsu.sim.tmem_plan import BANKS, MAX_REGS, accesses, schedule
 
 __all__ = ["TmemSteps", "ADDR_BITS", "first_layout", "first_step", "successors", "firsts"]
 
@@ -133,7 +133,7 @@ class TmemSteps(wiring.Component):
     advance : In(1)
         The current step was issued: go to the next.
     var, var_hot : Out
-        The current row of :func:`~tensorlsu.hdl.tmem.plan.schedule`, and one-hot (what the
+        The current row of :func:`~tensorlsu.sim.tmem_plan.schedule`, and one-hot (what the
         store's selects are read from, a cycle ahead).
     addr, on : Out
         Per port, the column of the current step and whether the port is used.

@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..params import TmemParams
 from .banks import FILL_PORT, bank_of, pick, row_of
-from .plan import MAX_REGS, PORTS_PER_BANK, accesses, schedule
+from tensorlsu.sim.tmem_plan import MAX_REGS, PORTS_PER_BANK, accesses, schedule
 from .records import LANES, beat_layout, store_beats, tmem_fill_layout
 from .scatter import TmemScatter
 

@@ -17,7 +17,7 @@ from ..codes import FORMAT_CODES, Error, Space
 from ..copy.records import FORMS as CP_FORMS
 from ..pipeline import forms
 from ..pipeline.records import CYCLE_BITS
-from ..tmem.plan import SHAPES
+from tensorlsu.sim.tmem_plan import SHAPES
 from ..tmem.records import QUADRANTS, Kind, RedType
 
 __all__ = ["form_macro", "header_text", "wmma_layouts_text"]

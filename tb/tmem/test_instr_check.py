@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import TmemParams
 from tensorlsu.hdl.tmem.check import TmemCheck, verdict
-from tensorlsu.hdl.tmem.plan import schedule
+from tensorlsu.sim.tmem_plan import schedule
 from tensorlsu.hdl.tmem.records import instr_fields
 from tensorlsu.sim import layouts, model, ptx
 

@@ -12,7 +12,7 @@ import pytest
 from stagesim import simulate
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.params import TmemParams
-from tensorlsu.hdl.tmem.plan import NUMS, SHAPES, plan, schedule
+from tensorlsu.sim.tmem_plan import NUMS, SHAPES, plan, schedule
 from tensorlsu.hdl.tmem.quadrant import TmemQuadrant
 from tensorlsu.hdl.tmem.records import LANES, Kind, instr_fields
 from tensorlsu.sim import layouts, model, ptx

@@ -27,8 +27,8 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tensorlsu.sim import layouts, ptx
-from tensorlsu.sim.ptx import TCGEN05_REGS_PER_X1, Instr
+from . import layouts, ptx
+from .ptx import TCGEN05_REGS_PER_X1, Instr
 
 __all__ = ["PORTS", "PORTS_PER_BANK", "BANKS", "accesses", "Cell", "Step", "Beat", "Plan", "plan", "SHAPES", "NUMS", "MAX_REGS", "lanes_of",
            "cols_of", "Variant", "Schedule", "schedule", "forms"]
@@ -119,7 +119,7 @@ def _instr(op: str, shape: str, num: int, pack: bool) -> Instr:
 
 def _reg_cells(T, r: int, pack: bool) -> tuple:
     """Per thread, the cells of register ``r``: one, or two (low half, high half) packed."""
-    out = []
+    out: list[tuple[Cell, ...]] = []
     for t in range(T.shape[0]):
         lane, col, half = (int(x) for x in T[t, r])
         if pack:
@@ -137,13 +137,13 @@ def _steps(cols: list[tuple[int, int]], banks: int) -> tuple[Step, ...]:
     """The fewest steps that serve ``cols``. One bank: any two columns a step. Two banks: two
     groups a step, each one column or two columns of one half whose offsets differ in parity
     (so one lands in each bank, whatever the parity of taddr's column and of the split)."""
+    out: list[Step] = []
     if banks == 1:
-        out = []
         for k in range(0, len(cols), PORTS_PER_BANK):
             ports = tuple(cols[k:k + PORTS_PER_BANK])
             out.append(Step(ports + (None,) * (PORTS_PER_BANK - len(ports))))
         return tuple(out)
-    groups = []
+    groups: list[tuple[tuple[int, int] | None, tuple[int, int] | None]] = []
     for half in sorted({h for _, h in cols}):
         even = [c for c in cols if c[1] == half and c[0] % 2 == 0]
         odd = [c for c in cols if c[1] == half and c[0] % 2 == 1]
@@ -151,7 +151,6 @@ def _steps(cols: list[tuple[int, int]], banks: int) -> tuple[Step, ...]:
             pair = [x[k] for x in (even, odd) if k < len(x)]
             groups.append((pair[0], pair[1] if len(pair) == 2 else None))
     per_step = accesses(banks) // 2
-    out = []
     for k in range(0, len(groups), per_step):
         chunk = groups[k:k + per_step]
         chunk += [(None, None)] * (per_step - len(chunk))
@@ -176,6 +175,7 @@ def plan(op: str, shape: str, num: int, pack: bool, banks: int = BANKS) -> Plan:
         moved = tuple(tuple(Cell(c.off + p * pc, c.half, c.lane) for c in th) for th in cells[i])
         assert cells[r] == moved, (op, shape, num, pack, r)
     regs = list(range(pr))
+    groups: list[tuple[int, ...]]
     if pr == 1:
         groups = [(0,)]
     elif op == "tcgen05.st":
@@ -183,13 +183,13 @@ def plan(op: str, shape: str, num: int, pack: bool, banks: int = BANKS) -> Plan:
         groups = [(r, r + 1) for r in range(0, pr, 2)]
     else:
         # pair the period's registers so that the beats need the fewest steps
-        best = None
+        best: tuple[int, list[tuple[int, ...]]] | None = None
         for order in itertools.permutations(regs):
-            pairs = [tuple(sorted(order[k:k + 2])) for k in range(0, len(order), 2)]
-            cost = sum(len(_steps(_columns([cells[r] for r in g]), banks)) for g in pairs)
-            key = (cost, sorted(pairs))
-            if best is None or key < best[0]:
-                best = (key, sorted(pairs))
+            pairs = sorted(tuple(sorted(order[k:k + 2])) for k in range(0, len(order), 2))
+            key = (sum(len(_steps(_columns([cells[r] for r in g]), banks)) for g in pairs), pairs)
+            if best is None or key < best:
+                best = key
+        assert best is not None
         groups = best[1]
     beats = tuple(Beat(g, _steps(_columns([cells[r] for r in g]), banks)) for g in groups)
     return Plan(pr, pc, periods, beats, lanes_of(shape), cols_of(shape, num, pack), cells)
@@ -250,12 +250,13 @@ def forms():
 @lru_cache(maxsize=None)
 def schedule(banks: int = BANKS) -> Schedule:
     """The step table of every form on a memory of ``banks``."""
-    classes = {}
+    classes: dict[tuple, Plan] = {}
     for op, shape, num, pack in forms():
         pl = plan(op, shape, num, pack, banks)
         classes.setdefault((op, shape, pack, pl.period_regs), pl)
     keys = tuple(sorted(classes, key=str))
-    variants, first = [], []
+    variants: list[Variant] = []
+    first: list[int] = []
     for ci, key in enumerate(keys):
         op, shape, pack, _ = key
         pl = classes[key]
@@ -263,7 +264,7 @@ def schedule(banks: int = BANKS) -> Schedule:
         for bi, beat in enumerate(pl.beats):
             for si, step in enumerate(beat.steps):
                 where = {pc: p for p, pc in enumerate(step.ports) if pc is not None}
-                moves = []
+                moves: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
                 for slot, r in enumerate(beat.regs):
                     for t, cells in enumerate(pl.cells[r]):
                         for piece, c in enumerate(cells):
