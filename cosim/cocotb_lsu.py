@@ -16,9 +16,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
+from .drivers import ResultMonitor, StreamSink, StreamSource
 from .layout import GMEM_BYTES, Layout
-
-_TIMEOUT = 20000  # cycles one handshake may take before the test fails
 
 # cocotbext-axi 0.1.28 and cocotb-bus 0.3.0 work with cocotb 2.1 but still call the APIs it
 # deprecates: those warnings, raised from their modules, and no others, are ignored
@@ -32,6 +31,7 @@ class TB:
         self.dut, self.lay = dut, layout
         self.rng = random.Random(seed)
         self.idle, self.bp = idle, backpressure
+        self.ports: dict = {}       # the streams' drivers, made as first used
         self.cycle = 0
         self.mem = bytearray(layout.smem_bytes)  # what the banks hold, as far as the TB knows
         self.known = False
@@ -83,29 +83,32 @@ class TB:
             await RisingEdge(self.dut.clk)
         self.dut.rst.value = 0
 
+    def set_rates(self, idle: float, backpressure: float):
+        """Idle and back-pressure rates of every stream from now on."""
+        self.idle, self.bp = idle, backpressure
+        for port in self.ports.values():
+            if isinstance(port, StreamSource):
+                port.idle = idle
+            else:
+                port.backpressure = backpressure
+
+    def _port(self, name: str, kind):
+        port = self.ports.get(name)
+        if port is None:
+            if kind is StreamSource:
+                port = StreamSource(self.dut, name, idle=self.idle, rng=self.rng)
+            elif kind is ResultMonitor:
+                port = ResultMonitor(self.dut, self.lay, backpressure=self.bp, rng=self.rng)
+            else:
+                port = StreamSink(self.dut, name, backpressure=self.bp, rng=self.rng)
+            self.ports[name] = port
+        return port
+
     async def put(self, name: str, value: int):
-        while self.rng.random() < self.idle:
-            await RisingEdge(self.dut.clk)
-        valid, ready = getattr(self.dut, f"{name}__valid"), getattr(self.dut, f"{name}__ready")
-        getattr(self.dut, f"{name}__payload").value = value
-        valid.value = 1
-        for _ in range(_TIMEOUT):
-            await RisingEdge(self.dut.clk)
-            if ready.value:
-                valid.value = 0
-                return
-        raise TimeoutError(f"{name}: no ready in {_TIMEOUT} cycles")
+        await self._port(name, StreamSource).send(value)
 
     async def get(self, name: str) -> int:
-        valid, ready = getattr(self.dut, f"{name}__valid"), getattr(self.dut, f"{name}__ready")
-        payload = getattr(self.dut, f"{name}__payload")
-        for _ in range(_TIMEOUT):
-            ready.value = int(self.rng.random() >= self.bp)
-            await RisingEdge(self.dut.clk)
-            if ready.value and valid.value:
-                ready.value = 0
-                return payload.value.to_unsigned()
-        raise TimeoutError(f"{name}: no valid in {_TIMEOUT} cycles")
+        return await self._port(name, StreamSink).recv()
 
     async def load_image(self, image: bytes):
         """Fill the lines whose contents differ from ``image`` (zero-padded)."""
@@ -127,24 +130,9 @@ class TB:
         return bytes(out)
 
     async def collect(self) -> dict:
-        """The registers of one instruction, placed by each beat's register mask (a store's
-        completion beat, which names none, as it came); error and cycle count as the last beat
-        gives them."""
-        beats, regs = [], {}
-        while True:
-            d = self.lay.unpack_result(await self.get("result"))
-            beats.append(d["data"])
-            for r in range(self.lay.regs_bits):
-                if d["regs"] >> r & 1:
-                    if r in regs:
-                        raise AssertionError(f"register {r} in two result beats")
-                    regs[r] = d["data"]
-            if d["last"]:
-                if regs:
-                    if sorted(regs) != list(range(len(regs))):
-                        raise AssertionError(f"result beats named registers {sorted(regs)}")
-                    beats = [regs[r] for r in range(len(regs))]
-                return {"beats": beats, "error": d["error"], "cycles": d["cycles"]}
+        """The registers of one instruction (:meth:`ResultMonitor.instruction`)."""
+        got = await self._port("result", ResultMonitor).instruction()
+        return {"beats": got["beats"], "error": got["error"], "cycles": got["cycles"]}
 
     async def stream(self, instrs: list[dict], instr_port: str, pack, store_port: str, collect,
                      pack_store=None) -> list[dict]:
@@ -276,7 +264,7 @@ class TB:
         # the shared memory the job's instructions may address (the record's image, or all)
         self.dut.smem_size.value = job.get("smem_size", self.lay.smem_bytes)
         if job.get("rates"):        # this job's idle and back-pressure, on every stream
-            self.idle, self.bp = job["rates"]
+            self.set_rates(*job["rates"])
         if job.get("reset"):
             await self.reset()
         if job.get("gmem"):

@@ -32,7 +32,7 @@ from tensorlsu.hdl.verilog.emit import verilog_text
 from .layout import Layout
 from .native import NativeBench, verilator_bin
 
-__all__ = ["SIMULATORS", "ENGINES", "layout_of", "build", "build_native", "run_jobs"]
+__all__ = ["SIMULATORS", "ENGINES", "layout_of", "layout_for", "build", "build_native", "run_jobs"]
 
 SIMULATORS = ("icarus", "verilator")
 #: how a simulator is driven: the native harness (Verilator only) or cocotb
@@ -60,6 +60,15 @@ def layout_of(dut) -> Layout:
                   tmem_fill_data=tmem_fill_layout(tmem)["data"].offset if tmem else 0,
                   tmem_store_regs=BEAT_REGS if tmem else 0,
                   cp_instr=fields(cp_instr_layout()) if dut.params.copy_port else None)
+
+
+def layout_for(params: Params) -> Layout:
+    """The payload layout of the unit built with ``params`` (for a user's own testbench:
+    :class:`tensorlsu.cosim.drivers.LsuDriver`). The unit is made to read its layouts and
+    never elaborated."""
+    dut = LoadStoreUnit(params)
+    dut._MustUse__silence = True        # made only to read its port layouts
+    return layout_of(dut)
 
 
 def _env_for(sim: str, optimize: bool) -> None:

@@ -1,7 +1,8 @@
 """``python -m tensorlsu.hdl --emit-verilog OUT.v [--policy h200|packed] [--smem-bytes N]``
 
 Writes the unit as one Verilog file and, beside it, ``OUT.vh``: its form ids, port payload
-fields, error codes and build parameters (docs/ports.md)."""
+fields, error codes and build parameters (docs/ports.md); ``OUT.f``, a filelist; and ``OUT.core``,
+a FuseSoC core."""
 
 import argparse
 import sys
@@ -12,13 +13,14 @@ from .lsu import LoadStoreUnit
 from .params import FPGA_GLOBAL_PORT, POLICIES, PORT_SLICES, Params, fpga_params
 from .verilog.emit import verilog_text
 from .verilog.header import header_text, wmma_layouts_text
+from .verilog.package import core_text, filelist_text
 
 
 def parser() -> argparse.ArgumentParser:
     """The command's arguments."""
     ap = argparse.ArgumentParser(prog="python -m tensorlsu.hdl", description=__doc__)
     ap.add_argument("--emit-verilog", metavar="OUT.v",
-                    help=f"write the unit as one Verilog file (top module {TOP}) and its header OUT.vh")
+                    help=f"write the unit as one Verilog file (top module {TOP}) , its header OUT.vh, a filelist OUT.f and a FuseSoC core OUT.core")
     ap.add_argument("--wmma-layouts", metavar="OUT.md",
                     help="write the fragment layout of every wmma.load form (docs/wmma-layouts.md)")
     defaults = Params()
@@ -92,6 +94,8 @@ def main(argv=None) -> int:
     out = Path(args.emit_verilog)
     out.write_text(verilog_text(dut, TOP))
     out.with_suffix(".vh").write_text(header_text(dut, TOP))
+    out.with_suffix(".f").write_text(filelist_text(out))
+    out.with_suffix(".core").write_text(core_text(out, TOP))
     return 0
 
 
