@@ -49,16 +49,17 @@ class RtlBackend:
     simulation. tcgen05 records run in one simulation per Tensor Memory size (a record's
     ``tmem_cols``, 512 when absent: the unit is built with that many columns, so that its
     column check is the allocation's), the shared-memory records with the first of them, so
-    one unit runs every family. What the unit lacks (global memory) is refused with a message
-    saying so.
+    one unit runs every family. A record's global image goes into the testbench's AXI memory
+    (its page offset kept). Builds go under ``build_root`` (default ``build``), a folder per
+    configuration; ``progress`` says when one is being built and how far a simulation is.
     """
 
     name = "rtl"
 
     def __init__(self, sim: str = "icarus", policy: str = "h200", smem_bytes: int = 16 * 1024,
-                 waves: bool = False, progress: bool = False):
+                 waves: bool = False, progress: bool = False, build_root=None):
         self.sim, self.policy, self.smem_bytes, self.waves = sim, policy, smem_bytes, waves
-        self.progress = progress
+        self.progress, self.build_root = progress, build_root
         self.seconds = 0.0
 
     @staticmethod
@@ -217,6 +218,7 @@ class RtlBackend:
                 produced[k] = {"error": str(e)}
         if jobs:
             results, seconds = run_jobs(jobs, sim=self.sim, policy=self.policy, progress=self.progress,
+                                        build_root=self.build_root,
                                         smem_bytes=self.smem_bytes, tmem_columns=tmem_columns,
                                         waves=self.waves)
             self.seconds += seconds

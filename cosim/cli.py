@@ -85,9 +85,9 @@ def _replay(args) -> int:
         if args.backend == "rtl":
             size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
             backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size,
-                                 progress=True)
+                                 progress=True, build_root=args.build_dir)
             print(f"replay: {len(records)} records of {args.trace} through the RTL ({args.sim}, {args.policy}, "
-                  f"{size} bytes of shared memory); simulator logs in build/", flush=True)
+                  f"{size} bytes of shared memory); builds and simulator logs in {args.build_dir}/", flush=True)
         else:
             backend = trace.ModelBackend(policy=args.policy, smem_bytes=args.smem_bytes)
         outcomes = list(trace.run(records, backend))
@@ -141,7 +141,7 @@ def _rtl_backend(args, records):
               file=sys.stderr)
         return None
     return RtlBackend(sim=args.sim, policy=args.policy, smem_bytes=RtlBackend.smem_bytes_for(records),
-                      progress=True)
+                      progress=True, build_root=args.build_dir)
 
 
 def _side_file(args) -> str | None:
@@ -316,6 +316,9 @@ def main(argv=None) -> int:
                    help="only records whose instruction starts with one of these (comma-separated)")
     r.add_argument("--space", choices=["shared", "global", "tensor"],
                    help="only records that access this memory")
+    r.add_argument("--build-dir", default="build", metavar="DIR",
+                   help="rtl backend: where the simulator builds go, a folder per configuration (default build; "
+                        "a build takes a few minutes and up to about 160 MB, and is reused)")
     r.add_argument("--waves", action="store_true",
                    help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")

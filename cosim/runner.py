@@ -113,7 +113,7 @@ def _ports_vlt(dut) -> str:
 
 def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1024,
           tmem_columns: int = 0, build_dir: Path | None = None, waves: bool = False,
-          optimize: bool = False):
+          optimize: bool = False, build_root: Path | None = None, progress: bool = False):
     """Emit the Verilog and build the simulator; returns (runner, layout, build_dir). The unit
     has Tensor Memory of ``tmem_columns`` columns, or none when 0 (a smaller, faster build for
     shared-memory work)."""
@@ -124,9 +124,9 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
     # a waveform build differs (dump module, tracing): keep it in its own folder
     tag = ("_waves" if waves else "") + ("_opt" if optimize and sim == "verilator" else "")
     tag += f"_tmem{tmem_columns}" if tmem_columns else ""
-    build_dir = Path(build_dir or Path("build") / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
+    build_dir = Path(build_dir or Path(build_root or BUILD_ROOT) / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
-    with _locked(build_dir, fcntl.LOCK_EX):     # one build at a time, none while it simulates
+    with _locked(build_dir, fcntl.LOCK_EX), _Building(sim, build_dir, progress):   # one build at a time
         return _build(sim, dut, lay, build_dir, waves, optimize)
 
 
@@ -175,6 +175,36 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+#: Where the simulator builds go, a folder per configuration (run_jobs's ``build_root``).
+BUILD_ROOT = Path("build")
+
+
+class _Building(threading.Thread):
+    """While a simulator is built (the first time for a configuration takes minutes): a line
+    when it starts, one every ``every`` seconds, and one when it ends; silent unless ``on``."""
+
+    def __init__(self, sim: str, folder: Path, on: bool, every: float = 20.0):
+        super().__init__(daemon=True)
+        self.sim, self.folder, self.on, self.every = sim, folder, on, every
+        self.stop, self.t0 = threading.Event(), time.perf_counter()
+
+    def __enter__(self):
+        if self.on:
+            print(f"  building the unit for {self.sim} in {self.folder} (a few minutes the first time; "
+                  f"then reused)", flush=True)
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.on:
+            self.stop.set()
+            print(f"  built ({time.perf_counter() - self.t0:.0f} s)", flush=True)
+
+    def run(self):
+        while not self.stop.wait(self.every):
+            print(f"  still building for {self.sim}: {time.perf_counter() - self.t0:.0f} s", flush=True)
+
+
 class _Progress(threading.Thread):
     """Prints how far a simulation is (the testbench appends "done total" per job to a file)
     every ``every`` seconds while it runs."""
@@ -199,17 +229,17 @@ class _Progress(threading.Thread):
 
 def build_native(*, policy: str = "h200", smem_bytes: int = 16 * 1024, tmem_columns: int = 0,
                  build_dir: Path | None = None, waves: bool = False, optimize: bool = False,
-                 params: dict | None = None):
+                 params: dict | None = None, build_root: Path | None = None, progress: bool = False):
     """The native harness for this configuration of the unit, built (:mod:`.native`);
     ``params``: other :class:`~tensorlsu.hdl.params.Params` fields."""
     params = dict(params or {})
     dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns, **params))
     tag = ("_waves" if waves else "") + ("_opt" if optimize else "") + (f"_tmem{tmem_columns}" if tmem_columns else "")
     tag += "".join(f"_{k}{v}" for k, v in sorted(params.items()))
-    bdir = Path(build_dir or Path("build") / f"native_{policy}_{smem_bytes}{tag}").resolve()
+    bdir = Path(build_dir or Path(build_root or BUILD_ROOT) / f"native_{policy}_{smem_bytes}{tag}").resolve()
     bdir.mkdir(parents=True, exist_ok=True)
     bench = NativeBench(dut, layout_of(dut), bdir, optimize=optimize, waves=waves)
-    with _locked(bdir, fcntl.LOCK_EX):
+    with _locked(bdir, fcntl.LOCK_EX), _Building("verilator", bdir, progress):
         bench.build(verilog_text(dut, TOP), TOP)
     return bench
 
@@ -218,11 +248,13 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
              smem_bytes: int = 16 * 1024, tmem_columns: int = 0, seed: int = 1, idle: float = 0.0,
              backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None,
              optimize: bool = False, progress: bool = False, engine: str | None = None,
-             axi=None, on_result=None, params: dict | None = None):
+             axi=None, on_result=None, params: dict | None = None, build_root: Path | None = None):
     """Run ``jobs`` in one simulation; returns (results, seconds of simulation). ``engine``:
     ``native`` (the default on Verilator) or ``cocotb`` (the only one on Icarus). The
     simulators' output goes to logs in the build folder, and the end of the log is in the error
-    when a step fails; ``progress`` prints how far a cocotb simulation is every 10 seconds.
+    when a step fails; ``progress`` says when the simulator is being built (a line every 20
+    seconds) and how far a cocotb simulation is every 10 seconds. Builds go in a folder per
+    configuration under ``build_root`` (default ``build``).
     Native only: ``axi`` (:class:`.native.AxiMemory`) sets the AXI memory's latency, beat rate
     and pauses (by default it pauses as often as ``backpressure``); ``on_result(k, result)``
     takes each result as it comes (``jobs`` may then be a generator: nothing is kept);
@@ -232,14 +264,16 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
         raise ValueError(f"no {engine!r} engine on {sim}")
     if engine == "native":
         bench = build_native(policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
-                             build_dir=build_dir, waves=waves, optimize=optimize, params=params)
+                             build_dir=build_dir, waves=waves, optimize=optimize, params=params,
+                             build_root=build_root, progress=progress)
         with _locked(bench.dir, fcntl.LOCK_SH):
             return bench.run(jobs, seed=seed, idle=idle, backpressure=backpressure, axi=axi,
                              on_result=on_result)
     if axi is not None or on_result is not None or params:
         raise ValueError("axi, on_result and params are the native engine's")
     runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
-                              build_dir=build_dir, waves=waves, optimize=optimize)
+                              build_dir=build_dir, waves=waves, optimize=optimize, build_root=build_root,
+                              progress=progress)
     with _locked(bdir, fcntl.LOCK_SH), tempfile.TemporaryDirectory(dir=bdir) as d:
         jobs_path, res_path = Path(d) / "jobs.json", Path(d) / "results.json"
         jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": jobs}))
