@@ -26,7 +26,7 @@ help:
 	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F"\t" '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml ci.lock
-	@printf '\n== make venv: %s\n' "set up .venv: the package and every extra, at ci.lock's versions (about 900 MB, 2 minutes)"
+	@printf '\n== make venv: %s\n' "set up .venv: the package and every extra, at ci.lock's versions (about 1 GB, 2 minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c ci.lock -e '.[dev]'
@@ -69,6 +69,7 @@ sim: $(STAMP)
 
 ## replay: the H200 vectors through the model (a second)
 replay: $(STAMP)
+	$(SAY) "$(TRACE) through the model"
 	$(PY) -m tensorlsu.cosim replay $(TRACE)
 
 # Long regression (not in CI): make regress N=1000000 SIM=verilator. Every port (global and
@@ -84,6 +85,7 @@ regress: $(STAMP)
 # RTL on Verilator, against the model (data, bank cycles), with its bytes per clock: make gemm N=1000000
 ## gemm: a GEMM mainloop's ldmatrix/stmatrix stream through the RTL, with bytes per clock
 gemm: $(STAMP)
+	$(SAY) "$(N) GEMM mainloop instructions through the RTL (Verilator), against the model"
 	$(PY) tb/gemm.py --n $(N) --policy $(POLICY)
 
 # The unit as one Verilog file and its header (form ids, payload fields, error codes, build
@@ -93,6 +95,7 @@ gemm: $(STAMP)
 # buffer in LUT RAM, a 128-bit global port of two contexts).
 ## verilog: the unit as one Verilog file and its header in build/
 verilog: $(STAMP)
+	$(SAY) "build/tensorlsu_lsu.v with its header, filelist and FuseSoC core"
 	mkdir -p build
 	$(PY) -m tensorlsu.hdl --emit-verilog build/tensorlsu_lsu.v --policy $(POLICY) \
 		$(if $(SMEM_BYTES),--smem-bytes $(SMEM_BYTES)) $(if $(TMEM_COLUMNS),--tmem-columns $(TMEM_COLUMNS)) \
@@ -107,6 +110,7 @@ test: $(STAMP) opensta
 # The checks too slow for every commit (pytest's `long` marker): other builds of the same paths
 ## test-long: the checks too slow for every commit
 test-long: $(STAMP) opensta
+	$(SAY) "the tests marked long, on $(JOBS) workers"
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m long
 
 # The property-based fuzz of the front end, the model, the trace reader and replay at length
@@ -114,11 +118,13 @@ test-long: $(STAMP) opensta
 EXAMPLES ?= 20000
 ## fuzz: property-based fuzz of the front end, model, trace reader and replay, at length
 fuzz: $(STAMP)
+	$(SAY) "$(EXAMPLES) random examples a property"
 	TENSORLSU_FUZZ_EXAMPLES=$(EXAMPLES) $(PY) -m pytest tb/sim/test_fuzz.py -q -s -p no:cacheprovider
 
 # On a machine with an NVIDIA GPU and nvcc: capture hardware vectors (tb/hw/README.md).
 ## capture: on a machine with an NVIDIA GPU and nvcc, capture hardware vectors
 capture:
+	$(SAY) "hardware vectors from this machine's GPU into tb/data/captured.jsonl"
 	$(PYTHON) tb/hw/capture.py --out tb/data/captured.jsonl
 
 # Both synthesis reports, h200 policy, two blocks at a time: ECP5 (Yosys + nextpnr-ecp5, every
@@ -142,10 +148,12 @@ formal: $(STAMP)
 # speed: reports/bench.{md,json,png}. Some parts: make bench PARTS="tmem latency"
 ## bench: bytes per clock, clocks per instruction, latency, simulation speed, into reports/bench.*
 bench: $(STAMP)
+	$(SAY) "the benchmarks into reports/bench.*"
 	$(PY) tb/bench.py $(if $(PARTS),--parts $(PARTS))
 
 ## typecheck: mypy over the public API (make test runs it too)
 typecheck: $(STAMP)
+	$(SAY) "mypy over the public API"
 	$(PY) tb/typecheck.py
 
 ## clean: remove .venv, build/ and reports/
