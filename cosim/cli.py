@@ -123,13 +123,20 @@ def _replay(args) -> int:
 
 
 def _format(path: str, given: str) -> str:
-    """The trace's format: ``given``, or read from its first lines (JSON lines are the project's)."""
+    """The trace's format: ``given``, or read from its first lines: a SASS format only where
+    they are one (Accel-Sim's or NVBit's); anything else is read as the project's JSON lines,
+    whose reader names what is wrong with it."""
     if given != "auto":
         return given
     with open(path, encoding="utf-8", errors="replace") as f:
-        head = [line for _, line in zip(range(200), f)]
+        head = [line[:4096] for _, line in zip(range(200), f)]
     first = next((line.strip() for line in head if line.strip()), "")
-    return "tensorlsu" if first.startswith("{") or not first else sass.detect(head)
+    if not first or first[0] in "{[":
+        return "tensorlsu"
+    try:
+        return sass.detect(head)
+    except sass.SassError:
+        return "tensorlsu"
 
 
 def _rtl_backend(args, records):

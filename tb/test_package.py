@@ -2,6 +2,7 @@
 virtual environment with the oldest numpy the range allows, runs the README's quick start from
 outside the repository; the version has one source; the public API passes the type check."""
 
+import os
 import re
 import subprocess
 import sys
@@ -55,8 +56,9 @@ def test_a_clean_venv_installs_the_wheel_and_runs_the_quick_start(wheel, tmp_pat
     venv.create(env, with_pip=True)
     py = env / "bin" / "python"
     t0 = time.perf_counter()
+    quiet = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}   # pip's own deprecations
     subprocess.run([py, "-m", "pip", "install", "-q", str(wheel), f"numpy=={NUMPY_FLOOR}"],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, env=quiet)
     installed = time.perf_counter() - t0
     work = tmp_path / "work"        # outside the repository: nothing of the tree on the path
     work.mkdir()

@@ -66,7 +66,7 @@ def test_the_filelist_and_the_fusesoc_core_build(tmp_path):
     lint = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-f", v.with_suffix(".f").name,
                            "--top-module", "tensorlsu_lsu"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert lint.returncode == 0, lint.stderr[-2000:]
-    core = subprocess.run(["fusesoc", "--cores-root", str(tmp_path), "run", "--build-root", str(tmp_path / "out"),
+    core = subprocess.run([str(Path(sys.executable).parent / "fusesoc"), "--cores-root", str(tmp_path), "run", "--build-root", str(tmp_path / "out"),
                            "--target", "lint", "tensorlsu:lsu:tensorlsu_lsu"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=900)
     assert core.returncode == 0, core.stdout[-2000:] + core.stderr[-2000:]
