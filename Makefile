@@ -102,7 +102,7 @@ verilog: $(STAMP)
 		$(if $(AXI_DATA_BITS),--axi-data-bits $(AXI_DATA_BITS)) \
 		$(if $(FPGA),--fpga)
 
-## test: the test suite on JOBS workers (about 45 minutes on 2 cores)
+## test: the test suite on JOBS workers (about 30 minutes on 2 cores, 15 with the simulators built)
 test: $(STAMP) opensta
 	$(SAY) "pytest on $(JOBS) workers: model, RTL (Icarus and Verilator), proofs' smoke, synthesis smoke, types"
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m "not long"
@@ -133,7 +133,7 @@ capture:
 # The long FPGA runs: make synth SYNTH_ARGS="--policies h200 packed --seeds 1 2 3 --route-units";
 # the blocks that do not fit the ECP5: SYNTH_ARGS="--flows fpga --blocks tmem_quadrant unit_tmem"
 SYNTH_ARGS ?=
-## synth: both synthesis reports, ECP5 and ASAP7, in reports/ (hours)
+## synth: both synthesis reports, ECP5 and ASAP7, in reports/ (about an hour on 2 cores)
 synth: $(STAMP) opensta
 	$(SAY) "ECP5 (Yosys + nextpnr) and ASAP7 (Yosys + OpenSTA) of every block and the unit, into reports/"
 	$(PY) synth/run.py $(SYNTH_ARGS)
