@@ -51,13 +51,6 @@ element; with --addr, which rows each bank quad serves in each clock; for a tcge
 
 
 def _replay(args) -> int:
-    if args.backend == "rtl":
-        try:
-            from tensorlsu.cosim.backend import RtlBackend
-        except ImportError as e:
-            print(f"tensorlsu replay: the rtl backend needs the sim extra: pip install 'tensorlsu[sim]' ({e})",
-                  file=sys.stderr)
-            return 2
     if args.trace in data.NAMES and not os.path.exists(args.trace):
         args.trace = str(data.path(args.trace))
     try:
@@ -65,10 +58,13 @@ def _replay(args) -> int:
     except OSError as e:
         print(f"tensorlsu replay: {e}", file=sys.stderr)
         return 2
-    except ValueError as e:
-        print(f"tensorlsu replay: {args.trace}: {e}", file=sys.stderr)
-        return 2
     if fmt != "tensorlsu":
+        project_only = [f"--{k.replace('_', '-')}" for k in ("select", "space", "stream", "waves", "smem_bytes")
+                        if getattr(args, k)]
+        if project_only:
+            print(f"tensorlsu replay: {', '.join(project_only)} applies to the project's traces, not to "
+                  f"{fmt} traces", file=sys.stderr)
+            return 2
         return _replay_sass(args, fmt)
     t0 = time.perf_counter()
     try:
@@ -81,13 +77,13 @@ def _replay(args) -> int:
             records = [r for r in records if r.space == args.space]
         if args.stream:
             records = stream.images(records, args.smem_bytes)
-        backend: RtlBackend | trace.ModelBackend
         if args.backend == "rtl":
-            size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
-            backend = RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size,
-                                 progress=True, build_root=args.build_dir)
+            backend = _rtl_backend(args, records)
+            if backend is None:
+                return 2
             print(f"replay: {len(records)} records of {args.trace} through the RTL ({args.sim}, {args.policy}, "
-                  f"{size} bytes of shared memory); builds and simulator logs in {args.build_dir}/", flush=True)
+                  f"{backend.smem_bytes} bytes of shared memory); builds and simulator logs in {args.build_dir}/",
+                  flush=True)
         else:
             backend = trace.ModelBackend(policy=args.policy, smem_bytes=args.smem_bytes)
         outcomes = list(trace.run(records, backend))
@@ -140,15 +136,17 @@ def _format(path: str, given: str) -> str:
 
 
 def _rtl_backend(args, records):
-    """The RTL backend for ``records``, or None after saying why it cannot load."""
+    """The RTL backend for ``records`` (a unit of ``--smem-bytes``, else the smallest that holds
+    them), or None after saying why it cannot load."""
     try:
         from tensorlsu.cosim.backend import RtlBackend
     except ImportError as e:
         print(f"tensorlsu replay: the rtl backend needs the sim extra: pip install 'tensorlsu[sim]' ({e})",
               file=sys.stderr)
         return None
-    return RtlBackend(sim=args.sim, policy=args.policy, smem_bytes=RtlBackend.smem_bytes_for(records),
-                      progress=True, build_root=args.build_dir)
+    size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
+    return RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size, progress=True,
+                      build_root=args.build_dir)
 
 
 def _side_file(args) -> str | None:
@@ -165,29 +163,31 @@ def _replay_sass(args, fmt: str) -> int:
     backend; without one, ``--backend rtl`` runs each LDSM / STSM at the model's cycles."""
     t0 = time.perf_counter()
     side_path = _side_file(args)
+    side = None
     try:
-        with open(args.trace, encoding="utf-8", errors="replace") as f:
-            accesses = list(sass.read(f.read().splitlines(), fmt))
-        side = None
         if side_path is not None:
             with open(side_path, encoding="utf-8") as f:
                 side = stream.read_side(f.read().splitlines())
+    except (OSError, sass.SassError) as e:
+        print(f"tensorlsu replay: {side_path}: {e}", file=sys.stderr)
+        return 2
+    try:
+        with open(args.trace, encoding="utf-8", errors="replace") as f:
+            accesses = list(sass.read(f.read().splitlines(), fmt))
         costed, base = sass.costs(accesses, side.base if side else args.smem_base)
         shared = [c for c in costed if c.op is not None or c.error is not None]
+        plain: list = []
         if side is not None:
             lines, plain = stream.side_records(shared, side, args.policy, args.target)
         else:
-            lines = []
-            for c in shared:
-                if c.error is None and c.op is not None and c.op.kind == "matrix" and args.backend == "rtl":
-                    lines.append({**sass.record(c.access, c.op, base, args.target),
-                                  "expect": {"wavefronts": c.cycles[args.policy]}})
-            plain = []
+            lines = [{**sass.record(c.access, c.op, base, args.target), "expect": {"wavefronts": c.cycles[args.policy]}}
+                     for c in shared if args.backend == "rtl" and c.error is None and c.op is not None
+                     and c.op.kind == "matrix"]
     except OSError as e:
         print(f"tensorlsu replay: {e}", file=sys.stderr)
         return 2
     except sass.SassError as e:
-        print(f"tensorlsu replay: {side_path if 'data line' in str(e) else args.trace}: {e}", file=sys.stderr)
+        print(f"tensorlsu replay: {args.trace}: {e}", file=sys.stderr)
         return 2
     refused = [c for c in shared if c.error is not None]
     print(f"{args.trace} ({fmt}): {len(accesses):,} memory instructions, {len(shared):,} in shared memory "

@@ -42,15 +42,23 @@ __all__ = ["StreamSource", "StreamSink", "ResultMonitor", "LsuDriver", "TIMEOUT"
 TIMEOUT = 20000
 
 
-class StreamSource:
+class _Stream:
+    """The three signals of the stream ``name`` (docs/ports.md) and the random source of its rate."""
+
+    def __init__(self, dut, name: str, rng: random.Random | None):
+        self.dut, self.name = dut, name
+        self.rng = rng or random.Random(0)
+        self.valid, self.ready = getattr(dut, f"{name}__valid"), getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+
+
+class StreamSource(_Stream):
     """Drives the stream ``name`` into the unit: :meth:`send` offers a beat and returns when it
     moved. Before each beat, a cycle idles with probability ``idle``."""
 
     def __init__(self, dut, name: str, *, idle: float = 0.0, rng: random.Random | None = None):
-        self.dut, self.name, self.idle = dut, name, idle
-        self.rng = rng or random.Random(0)
-        self.valid, self.ready = getattr(dut, f"{name}__valid"), getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
+        super().__init__(dut, name, rng)
+        self.idle = idle
         self.valid.value = 0
 
     async def send(self, value: int) -> None:
@@ -66,15 +74,13 @@ class StreamSource:
         raise TimeoutError(f"{self.name}: no ready in {TIMEOUT} cycles")
 
 
-class StreamSink:
+class StreamSink(_Stream):
     """Takes the stream ``name`` out of the unit: :meth:`recv` returns the next beat's payload.
     In each cycle, ``ready`` is low with probability ``backpressure``."""
 
     def __init__(self, dut, name: str, *, backpressure: float = 0.0, rng: random.Random | None = None):
-        self.dut, self.name, self.backpressure = dut, name, backpressure
-        self.rng = rng or random.Random(0)
-        self.valid, self.ready = getattr(dut, f"{name}__valid"), getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
+        super().__init__(dut, name, rng)
+        self.backpressure = backpressure
         self.ready.value = 0
 
     async def recv(self) -> int:

@@ -20,7 +20,8 @@ def parser() -> argparse.ArgumentParser:
     """The command's arguments."""
     ap = argparse.ArgumentParser(prog="python -m tensorlsu.hdl", description=__doc__)
     ap.add_argument("--emit-verilog", metavar="OUT.v",
-                    help=f"write the unit as one Verilog file (top module {TOP}) , its header OUT.vh, a filelist OUT.f and a FuseSoC core OUT.core")
+                    help=f"write the unit as one Verilog file (top module {TOP}), its header OUT.vh, "
+                         "a filelist OUT.f and a FuseSoC core OUT.core")
     ap.add_argument("--wmma-layouts", metavar="OUT.md",
                     help="write the fragment layout of every wmma.load form (docs/wmma-layouts.md)")
     defaults = Params()

@@ -4,9 +4,9 @@ tables, never written by hand (``tensorlsu cheader --out tensorlsu_banks.h``).
 The header has no dependencies beyond ``<stdint.h>`` and holds:
 
 - ``TLSU_FORMS``: every ldmatrix / stmatrix shape and .num (.trans and the element type do not
-  change the cost), with the row addresses it uses (those of threads 0 ... rows-1) and the rows
-  of one matrix (:func:`tensorlsu.sim.layouts.row_count`, :func:`~.layouts.rows_per_matrix`);
-- ``tlsu_matrix_wavefronts(rows, rows_per_matrix, addr, policy)``: :func:`model.wavefronts`
+  change the cost), with the row addresses it uses, those of threads 0 ... rows-1
+  (:func:`tensorlsu.sim.layouts.row_count`);
+- ``tlsu_matrix_wavefronts(rows, addr, policy)``: :func:`model.wavefronts`
   of an ldmatrix / stmatrix (-1 for a row address not 16-byte aligned);
 - ``tlsu_shared_wavefronts(width, addr, active, policy)``: :func:`model.shared_wavefronts` of
   an LDS / STS (-1 for a width it does not know or a misaligned active lane).
@@ -34,20 +34,22 @@ FORMS = {
 }
 
 _BODY = """
-/* Distinct 16-byte rows in the busiest bank quad (a quad: 4 banks, 16 bytes; 8 quads). */
-static inline int tlsu__busiest_quad(const uint32_t *addr, int n)
+/* The most distinct values among v[0..n) that share a group, a value's group being
+   (v / unit) % groups: the busiest bank quad's distinct rows (byte addresses, unit 16, 8
+   quads), or the busiest bank's distinct words (word addresses, unit 1, 32 banks). */
+static inline int tlsu__busiest(const uint32_t *v, int n, uint32_t unit, uint32_t groups)
 {
     int best = 0;
     for (int i = 0; i < n; ++i) {
         int seen = 0, count = 0;
         for (int j = 0; j < i; ++j)
-            if (addr[j] == addr[i]) seen = 1;
+            if (v[j] == v[i]) seen = 1;
         if (seen) continue;
         for (int j = 0; j < n; ++j) {
             int first = 1;
-            if ((addr[j] / TLSU_ROW_BYTES) % TLSU_QUADS != (addr[i] / TLSU_ROW_BYTES) % TLSU_QUADS) continue;
+            if ((v[j] / unit) % groups != (v[i] / unit) % groups) continue;
             for (int k = 0; k < j; ++k)
-                if (addr[k] == addr[j]) first = 0;
+                if (v[k] == v[j]) first = 0;
             count += first;
         }
         if (count > best) best = count;
@@ -55,42 +57,22 @@ static inline int tlsu__busiest_quad(const uint32_t *addr, int n)
     return best;
 }
 
-/* Bank cycles of an ldmatrix / stmatrix whose threads 0 ... rows-1 give the row addresses
-   addr[] (byte offsets in shared memory); rows_per_matrix from TLSU_FORMS. */
-static inline int tlsu_matrix_wavefronts(int rows, int rows_per_matrix, const uint32_t *addr, int policy)
+/* Bank cycles of an ldmatrix / stmatrix whose threads 0 ... rows-1 (rows from TLSU_FORMS) give
+   the row addresses addr[] (byte offsets in shared memory). The h200 rule groups 8 rows at a
+   time, and a group never spans two matrices (a matrix is 8 or 16 rows). */
+static inline int tlsu_matrix_wavefronts(int rows, const uint32_t *addr, int policy)
 {
-    (void)rows_per_matrix;  /* a group never spans two matrices: matrices are 8 or 16 rows */
     for (int t = 0; t < rows; ++t)
         if (addr[t] % TLSU_ROW_BYTES) return -1;
     if (policy == TLSU_H200) {
         int total = 0;
         for (int g = 0; g < rows; g += TLSU_GROUP_ROWS)
-            total += tlsu__busiest_quad(addr + g, rows - g < TLSU_GROUP_ROWS ? rows - g : TLSU_GROUP_ROWS);
+            total += tlsu__busiest(addr + g, rows - g < TLSU_GROUP_ROWS ? rows - g : TLSU_GROUP_ROWS, TLSU_ROW_BYTES,
+                                   TLSU_QUADS);
         return total;
     }
-    int floor = (rows + TLSU_QUADS - 1) / TLSU_QUADS, busiest = tlsu__busiest_quad(addr, rows);
+    int floor = (rows + TLSU_QUADS - 1) / TLSU_QUADS, busiest = tlsu__busiest(addr, rows, TLSU_ROW_BYTES, TLSU_QUADS);
     return busiest > floor ? busiest : floor;
-}
-
-/* Distinct 4-byte words in the busiest bank among n words. */
-static inline int tlsu__busiest_bank(const uint32_t *word, int n)
-{
-    int best = 0;
-    for (int i = 0; i < n; ++i) {
-        int seen = 0, count = 0;
-        for (int j = 0; j < i; ++j)
-            if (word[j] == word[i]) seen = 1;
-        if (seen) continue;
-        for (int j = 0; j < n; ++j) {
-            int first = 1;
-            if (word[j] % TLSU_BANKS != word[i] % TLSU_BANKS) continue;
-            for (int k = 0; k < j; ++k)
-                if (word[k] == word[j]) first = 0;
-            count += first;
-        }
-        if (count > best) best = count;
-    }
-    return best;
 }
 
 /* Bank cycles of an LDS / STS of width bytes a thread (1, 2, 4, 8, 16) at the 32 lanes' byte
@@ -110,9 +92,9 @@ static inline int tlsu_shared_wavefronts(int width, const uint32_t *addr, uint32
             if (!(active >> t & 1u)) continue;
             for (int k = 0; k < per_lane; ++k) word[n++] = addr[t] / 4 + (uint32_t)k;
         }
-        if (policy == TLSU_H200) total += tlsu__busiest_bank(word, n);
+        if (policy == TLSU_H200) total += tlsu__busiest(word, n, 1, TLSU_BANKS);
     }
-    return policy == TLSU_H200 ? total : tlsu__busiest_bank(word, n);
+    return policy == TLSU_H200 ? total : tlsu__busiest(word, n, 1, TLSU_BANKS);
 }
 """
 
@@ -122,7 +104,7 @@ def generate() -> str:
     rows = []
     for (op, shape, num), text in FORMS.items():
         ins = ptx.parse(text, "sm_100a")
-        rows.append(f'    {{"{op}.{shape}.x{num}", {layouts.row_count(ins)}, {layouts.rows_per_matrix(ins)}}},')
+        rows.append(f'    {{"{op}.{shape}.x{num}", {layouts.row_count(ins)}}},')
     return f"""/* tensorlsu_banks.h: the shared-memory bank rule of ldmatrix / stmatrix and of LDS / STS,
    generated by tensorlsu.sim.cheader from the model's tables. Do not edit. */
 #ifndef TENSORLSU_BANKS_H
@@ -137,8 +119,8 @@ def generate() -> str:
 #define TLSU_GROUP_ROWS {model.GROUP_ROWS}
 #define TLSU_WAVEFRONT_BYTES {model.WAVEFRONT_BYTES}
 
-/* Every ldmatrix / stmatrix shape and .num: the row addresses it uses and a matrix's rows. */
-typedef struct {{ const char *form; int rows; int rows_per_matrix; }} tlsu_form_t;
+/* Every ldmatrix / stmatrix shape and .num: the row addresses it uses. */
+typedef struct {{ const char *form; int rows; }} tlsu_form_t;
 static const tlsu_form_t TLSU_FORMS[] = {{
 {chr(10).join(rows)}
 }};

@@ -154,10 +154,6 @@ def row_addresses(ins: Instr | str, tile: AnyLayout, *, elem_bytes: int = 2, bas
     return [out[t % rows] for t in range(32)]
 
 
-#: Swizzle<B,4,3> on byte offsets, by the descriptor's swizzle code (0: none).
-_SWIZZLE_CODES = {0: 0, 6: 1, 4: 2, 2: 3}
-
-
 def cp_descriptor(ins: Instr | str, matrix: AnyLayout, start: int) -> int:
     """The descriptor of a tcgen05.cp whose source matrix lies in shared memory as ``matrix``:
     a layout of (row, byte in the row) to byte offsets, composed with ``Swizzle<B,4,3>`` (B = 1,
@@ -173,14 +169,15 @@ def cp_descriptor(ins: Instr | str, matrix: AnyLayout, start: int) -> int:
     b = matrix.swizzle.bits if isinstance(matrix, ComposedLayout) else 0
     if isinstance(matrix, ComposedLayout) and (matrix.swizzle.base, matrix.swizzle.shift) != (4, 3):
         raise CuteError(f"the copy's swizzles are Swizzle<B,4,3> on bytes, not {matrix.swizzle}")
-    code = {v: k for k, v in _SWIZZLE_CODES.items()}.get(b)
+    # Swizzle<B,4,3> swizzles rows of 16 << B bytes (B = 0: none), the descriptor's swizzle row
+    code = next((k for k, nbytes in descriptor.SWIZZLE_BYTES.items() if nbytes == 16 << b), None)
     if code is None:
         raise CuteError(f"Swizzle<{b},4,3>: the copy swizzles 32, 64 or 128 bytes (B = 1, 2, 3)")
     sbo = plain(8, 0) - plain(0, 0) if rows > 8 else 0
     lbo = plain(0, 16) - plain(0, 0) if bits == 256 and code == 0 else 0
     origin = start + plain(0, 0)
     try:
-        desc = descriptor.encode(origin, max(lbo, 0), max(sbo, 0), code)
+        desc = descriptor.encode(origin, lbo, sbo, code)
         got = descriptor.chunk_addresses(ins, descriptor.decode(desc))
     except descriptor.DescriptorError as e:
         raise CuteError(f"the layout gives descriptor fields the copy cannot take: {e}") from None

@@ -20,7 +20,8 @@ from .ptx import WMMA_BITS, Instr
 
 __all__ = ["ModelError", "Memory", "RowRequest", "SharedLoads", "wmma_shared_loads", "wmma_wavefront_groups",
            "ldmatrix", "stmatrix", "wmma_load", "tcgen05_ld", "tcgen05_st", "tcgen05_cp", "tmem_image",
-           "plan", "wavefronts", "shared_wavefronts", "tmem_steps", "copy_steps", "SHARED_WIDTHS", "POLICIES", "TMEM_LANES", "TMEM_COLS", "wmma_default_stride",
+           "plan", "wavefronts", "shared_wavefronts", "tmem_steps", "copy_steps", "SHARED_WIDTHS", "POLICIES",
+           "TMEM_LANES", "TMEM_COLS", "wmma_default_stride",
            "integer", "registers", "ADDR_BITS", "STRIDE_BITS", "REG_BITS"]
 
 #: Tensor Memory per CTA: lanes × 32-bit columns (docs/facts.md).

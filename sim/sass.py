@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from . import model, ptx
+from . import layouts, model, ptx
 
 __all__ = ["SassError", "Access", "SharedOp", "Costed", "FORMATS", "LDSM_FORMS", "detect", "read", "shared_op",
            "shared_offsets", "record", "cost", "costs", "format_costs"]
@@ -275,7 +275,7 @@ class SharedOp:
     store: bool
     form: str = ""
     width: int = 4
-    rows: int = field(default=0)    #: LDSM / STSM: the lanes whose addresses it uses (8 a matrix)
+    rows: int = 0       #: LDSM / STSM: the lanes whose row addresses it uses
 
 
 def shared_op(opcode: str) -> SharedOp | None:
@@ -287,13 +287,13 @@ def shared_op(opcode: str) -> SharedOp | None:
         if form is None:
             raise SassError(f"{opcode}: an {head} variant not known here (known: "
                             f"{', '.join(k for k in LDSM_FORMS if k.startswith(head))})")
-        return SharedOp("matrix", head == "STSM", form, rows=8 * int(form.split(".x")[1][0]))
+        return SharedOp("matrix", head == "STSM", form, rows=layouts.row_count(ptx.parse(form, "sm_90a")))
     if head in ("LDS", "STS"):
-        sizes = [_SIZES[t] for t in opcode.split(".")[1:] if t in _SIZES]
-        unknown = [t for t in opcode.split(".")[1:] if t not in _SIZES and t not in ("U", "ZD", "X4")]
-        if unknown or len(sizes) > 1:
-            raise SassError(f"{opcode}: an {head} variant not known here")
-        return SharedOp("plain", head == "STS", width=sizes[0] if sizes else 4)
+        quals = opcode.split(".")[1:]
+        if len(quals) > 1 or any(q not in _SIZES for q in quals):
+            raise SassError(f"{opcode}: an {head} variant not known here (known: {head}"
+                            f"{''.join(f', {head}.{q}' for q in _SIZES if q != '32')})")
+        return SharedOp("plain", head == "STS", width=_SIZES[quals[0]] if quals else 4)
     return None
 
 
@@ -338,8 +338,7 @@ def record(a: Access, op: SharedOp, base: int, target: str = "sm_90a") -> dict:
     if missing:
         raise SassError(f"{a.where}: {a.opcode} needs the row addresses of lanes 0-{op.rows - 1}; "
                         f"lane{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} inactive")
-    used = [x for x in rows if x is not None]
-    return {"instr": op.form, "target": target, "addr": [used[t % op.rows] for t in range(LANES)],
+    return {"instr": op.form, "target": target, "addr": [rows[t % op.rows] for t in range(LANES)],
             "source": f"{a.opcode} at {a.where}" + (f" of {a.kernel}" if a.kernel else "")}
 
 
@@ -368,24 +367,23 @@ class Costed:
 
 def costs(accesses: Iterable[Access], smem_base: int | None = None) -> tuple[list[Costed], int]:
     """Every access costed under both policies, and the base the offsets are taken from."""
-    accesses = list(accesses)
-    shared: list[Costed] = []
+    out: list[Costed] = []
     for a in accesses:
         try:
             op = shared_op(a.opcode)
         except SassError as e:
-            shared.append(Costed(a, None, error=f"{a.where}: {e}"))
+            out.append(Costed(a, None, error=f"{a.where}: {e}"))
             continue
-        shared.append(Costed(a, op))
-    base = shared_offsets((c.access for c in shared if c.op is not None), smem_base)
-    for c in shared:
+        out.append(Costed(a, op))
+    base = shared_offsets((c.access for c in out if c.op is not None), smem_base)
+    for c in out:
         if c.op is None:
             continue
         try:
             c.cycles = {p: cost(c.access, c.op, base, p) for p in model.POLICIES}
         except (SassError, model.ModelError) as e:
             c.error = str(e) if isinstance(e, SassError) else f"{c.access.where}: {c.access.opcode}: {e}"
-    return shared, base
+    return out, base
 
 
 def format_costs(costed: list[Costed]) -> str:
@@ -404,7 +402,7 @@ def format_costs(costed: list[Costed]) -> str:
         row[2] += c.cycles["packed"]
         assert c.op is not None
         lanes = bin(c.access.mask).count("1") if c.op.kind == "plain" else LANES
-        nbytes = lanes * c.op.width if c.op.kind == "plain" else c.op.rows * 16
+        nbytes = lanes * c.op.width if c.op.kind == "plain" else c.op.rows * layouts.ROW_BYTES
         row[3] += -(-nbytes // model.WAVEFRONT_BYTES)
     w = max([len("opcode")] + [len(k) for k in rows])
     head = f"{'opcode':<{w}}  {'count':>7}  {'h200 clk':>9}  {'packed clk':>10}  {'floor clk':>9}  {'refused':>7}"

@@ -98,16 +98,25 @@ def side_records(costed: list[Costed], side: SideData, policy: str = "h200",
         words = side.data.get(a.line)
         if words is None:
             raise SassError(f"{a.where}: the data side file has no data for this line")
-        if c.op.kind == "plain":
+        ins = ptx.parse(c.op.form, target) if c.op.kind == "matrix" else None
+        need = ins.nregs if ins is not None else -(-c.op.width // 4)
+        short = [t for t, lane in enumerate(words) if len(lane) < need and (ins is not None or a.addrs[t] is not None)]
+        if short:
+            raise SassError(f"{a.where}: the data side file gives lane {short[0]} {len(words[short[0]])} words; "
+                            f"{a.opcode} moves {need}")
+        if ins is None:
             plain.append(_plain(c, words, image, side.base))
             continue
-        ins = ptx.parse(c.op.form, target)
         rec = record(a, c.op, side.base, target)
         rec["smem"] = image.tobytes().hex()
-        regs = [lane[:ins.nregs] for lane in words]
+        regs = [lane[:need] for lane in words]
         if c.op.store:
             rec["regs"] = regs
-            image = model.stmatrix(ins, image, rec["addr"], np.array(regs, dtype=np.uint32))
+            try:
+                image = model.stmatrix(ins, image, rec["addr"], np.array(regs, dtype=np.uint32))
+            except model.ModelError as e:
+                raise SassError(f"{a.where}: {a.opcode} cannot store into the side file's "
+                                f"{len(image)}-byte image: {e}") from None
             rec["expect"] = {"smem": image.tobytes().hex(), "wavefronts": c.cycles[policy]}
         else:
             rec["expect"] = {"regs": regs, "wavefronts": c.cycles[policy]}

@@ -4,6 +4,7 @@ outside the repository; the version has one source; the public API passes the ty
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -35,9 +36,17 @@ draw.save(draw.schedule(ins, addr, "h200"), "swizzled.svg")
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
-                   check=True, capture_output=True)
+    """The wheel of the files git tracks, built in a copy of them: what a clone builds, and no
+    race with the tree's own build/ folder, which setuptools also writes into."""
+    out, src = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("source")
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+    got = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(src)],
+                         capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr[-3000:]
     (path,) = out.glob("tensorlsu-*.whl")
     return path
 
@@ -80,6 +89,8 @@ def test_a_clean_venv_installs_the_wheel_and_runs_the_quick_start(wheel, tmp_pat
     # numpy alone: the RTL says which extra it needs rather than failing on a bare import
     got = run(py, "-c", "import tensorlsu.hdl")
     assert "pip install 'tensorlsu[rtl]'" in got.stderr
+    got = run(env / "bin" / "tensorlsu", "replay", "h200_sm90", "--backend", "rtl")
+    assert got.returncode == 2 and "pip install 'tensorlsu[sim]'" in got.stderr and "Traceback" not in got.stderr
     got = run(py, "-c", "import numpy, tensorlsu; print(numpy.__version__, tensorlsu.__version__)")
     numpy_version, version = got.stdout.split()
     assert numpy_version.split(".")[:2] == NUMPY_FLOOR.split(".")[:2] and version == tensorlsu.__version__

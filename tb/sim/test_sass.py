@@ -76,6 +76,7 @@ def test_offsets_without_a_base_keep_the_bank_cycles():
     ("0010 ffffffff 1 R4 LDSM.16.M88.4 1 R2 2 1 0x7f0000000008 16 0", "not 16-byte aligned"),
     ("0010 ffffffff 1 R4 LDS.64 1 R2 8 1 0x7f0000000004 8 0", "not aligned to the 8-byte access"),
     ("0010 ffffffff 1 R4 LDSM.16.M88.8 1 R2 2 1 0x7f0000000000 16 0", "an LDSM variant not known here"),
+    ("0010 ffffffff 1 R4 LDS.U.128 1 R2 16 1 0x7f0000000000 16 0", "an LDS variant not known here"),
     ("0010 fffffff7 1 R4 LDSM.16.M88 1 R2 2 1 0x7f0000000000 16 0", "lane 3 inactive"),
     ("0010 ffffffff 1 R4 LDS 1 R2 4 1 0x7e0000000000 4 0", "not in the shared window"),
 ])
@@ -118,6 +119,9 @@ def test_the_command_replays_a_sass_trace(tmp_path, capsys):
     path.write_text(trace_text([CASES[0][0], "0010 ffffffff 1 R4 LDS.64 1 R2 8 1 0x7f0000000004 8 0"]))
     assert cli.main(["replay", str(path)]) == 1
     assert f"REFUSED line {FIRST + 1}," in capsys.readouterr().out
+    # the project's trace options do not apply to a SASS trace: said, not ignored
+    assert cli.main(["replay", str(path), "--stream"]) == 2
+    assert "--stream applies to the project's traces" in capsys.readouterr().err
     path.write_text("garbage\n")
     assert cli.main(["replay", str(path), "--format", "nvbit"]) == 0     # nothing in it
     assert cli.main(["replay", str(path), "--format", "accelsim"]) == 2

