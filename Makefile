@@ -16,7 +16,7 @@ JOBS   ?= 2
 # what a target says before it runs
 SAY     = @printf '\n== make %s: %s\n' $@
 
-.PHONY: all help venv lock opensta sim test test-long typecheck fuzz replay regress gemm verilog capture \
+.PHONY: all help venv lock opensta debs sim test test-long typecheck fuzz replay regress gemm verilog capture \
 	synth formal bench clean
 
 all: test
@@ -51,9 +51,18 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 opensta:
 	@command -v sta >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq opensta; }
 
+# What the tests need beyond OpenSTA: LZ4's header (Verilator's FST writer compiles against it),
+# and GTKWave with a virtual display (the test that GTKWave decodes the save file's fields)
+DEBS := liblz4-dev gtkwave xvfb xauth
+## debs: install OpenSTA, LZ4's header, GTKWave and Xvfb from Debian when missing (make test needs them)
+debs: opensta
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok' \
+		|| echo $$p; done); [ -z "$$missing" ] || { $(SUDO) apt-get update -qq \
+		&& $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
+
 # Main job: the RTL regression, then the H200 vectors, the sm_100 Tensor Memory records and the
 # tcgen05.cp records through the RTL, and the H200 vectors and the copy records through the model.
-# WAVES=1 writes waveforms (FST on Icarus, VCD on Verilator) into build/.
+# WAVES=1 writes waveforms (FST, payload fields named) and a GTKWave save file into build/.
 ## sim: the main job, the RTL regression and every shipped trace through the RTL and the model (about 10 min)
 sim: $(STAMP)
 	$(SAY) "the RTL under cocotb ($(SIM)): a random regression, then every shipped trace; then the model"
@@ -103,13 +112,13 @@ verilog: $(STAMP)
 		$(if $(FPGA),--fpga)
 
 ## test: the test suite on JOBS workers (about 30 minutes on 2 cores, 15 with the simulators built)
-test: $(STAMP) opensta
+test: $(STAMP) debs
 	$(SAY) "pytest on $(JOBS) workers: model, RTL (Icarus and Verilator), proofs' smoke, synthesis smoke, types"
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m "not long"
 
 # The checks too slow for every commit (pytest's `long` marker): other builds of the same paths
 ## test-long: the checks too slow for every commit
-test-long: $(STAMP) opensta
+test-long: $(STAMP) debs
 	$(SAY) "the tests marked long, on $(JOBS) workers"
 	PYTHONWARNINGS=error $(PY) -m pytest tb -q -n $(JOBS) -m long
 
@@ -151,9 +160,9 @@ bench: $(STAMP)
 	$(SAY) "the benchmarks into reports/bench.*"
 	$(PY) tb/bench.py $(if $(PARTS),--parts $(PARTS))
 
-## typecheck: mypy over the public API (make test runs it too)
+## typecheck: mypy over the whole package (make test runs it too)
 typecheck: $(STAMP)
-	$(SAY) "mypy over the public API"
+	$(SAY) "mypy over the whole package"
 	$(PY) tb/typecheck.py
 
 ## clean: remove .venv, build/ and reports/

@@ -327,7 +327,8 @@ def main(argv=None) -> int:
                    help="rtl backend: where the simulator builds go, a folder per configuration (default build; "
                         "a build takes a few minutes and up to about 160 MB, and is reused)")
     r.add_argument("--waves", action="store_true",
-                   help="rtl backend: write waveforms (FST on Icarus, VCD on Verilator) to the build folder")
+                   help="rtl backend: write an FST waveform with every payload field named, and a GTKWave save file "
+                        "that decodes forms and errors, to the build folder (the command to view them is printed)")
     r.add_argument("--emit", metavar="FILE", help="write the records with expect replaced by the results")
     r.add_argument("--show", type=_count, default=20, metavar="N", help="print at most N failures")
     d = sub.add_parser("draw", help="draw a layout, a bank schedule or a copy", description=_DRAW,

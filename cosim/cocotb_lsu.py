@@ -16,7 +16,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
-from .drivers import ResultMonitor, StreamSink, StreamSource
+from .drivers import ResultMonitor, StreamSink, StreamSource, hold_idle
 from .layout import GMEM_BYTES, Layout
 
 # cocotbext-axi 0.1.28 and cocotb-bus 0.3.0 work with cocotb 2.1 but still call the APIs it
@@ -36,21 +36,11 @@ class TB:
         self.mem = bytearray(layout.smem_bytes)  # what the banks hold, as far as the TB knows
         self.known = False
         dut.smem_size.value = layout.smem_bytes
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        Clock(dut.clk, 10, unit="ns").start()
         cocotb.start_soon(self._count())
         quads = range(4 if layout.tmem_columns else 0)
-        for name in ("instr", "store", "fill", "dump_req"):
-            getattr(dut, f"{name}__valid").value = 0
-            for q in quads:
-                getattr(dut, f"tmem_{name}__{q}__valid").value = 0
-        for name in ("result", "dump"):
-            getattr(dut, f"{name}__ready").value = 0
-            for q in quads:
-                getattr(dut, f"tmem_{name}__{q}__ready").value = 0
-        if layout.cp_instr:
-            dut.cp_instr__valid.value = 0
-            dut.cp_result__ready.value = 0
-        self.tmem = {q: None for q in quads}    # what each quadrant holds, as far as known
+        hold_idle(dut, layout)
+        self.tmem: dict[int, bytes | None] = {q: None for q in quads}    # what each quadrant holds, as far as known
         self.ram = None
         if layout.axi_data_bits:
             from cocotbext.axi import AxiBus, AxiRam
@@ -213,7 +203,7 @@ class TB:
         for q, image in (job.get("tmem_image") or {}).items():
             await self.tmem_load(int(q), bytes.fromhex(image))
         ports = {q: cocotb.start_soon(self.tmem_port(int(q), instrs)) for q, instrs in job["tmem"].items()}
-        res = {"tmem": {q: await t for q, t in ports.items()}}
+        res: dict = {"tmem": {q: await t for q, t in ports.items()}}
         if job.get("tmem_dump"):
             res["tmem_dump"] = {str(q): (await self.tmem_dump(q)).hex() for q in self.tmem}
         return res
@@ -268,6 +258,7 @@ class TB:
         if job.get("reset"):
             await self.reset()
         if job.get("gmem"):
+            assert self.ram is not None, "a global image for a unit without the global port"
             self.ram.write(job["gmem_at"], bytes.fromhex(job["gmem"]))
         if "tmem" in job:
             return await self.tmem_job(job)
@@ -277,13 +268,13 @@ class TB:
             if job.get("image") is not None:
                 await self.load_image(bytes.fromhex(job["image"]))
             self.known = False
-            res = {"burst": await self.stream(job["burst"], "instr", self.pack, "store", self.collect)}
+            res: dict = {"burst": await self.stream(job["burst"], "instr", self.pack, "store", self.collect)}
             if job.get("dump_lines"):
                 res["dump"] = (await self.dump_lines(job["dump_lines"])).hex()
             return res
         if job.get("image") is not None:
             await self.load_image(bytes.fromhex(job["image"]))
-        start = None
+        start = -1             # the cycle the instruction is taken
 
         async def send():
             nonlocal start

@@ -9,11 +9,15 @@ from tensorlsu.hdl.tmem.records import Kind, instr_fields
 
 __all__ = ["tmem_instr_job", "quadrant_image", "tmem_from_dumps", "tmem_outcome"]
 
+# the codes of a quadrant's result beats (a type checker reads Amaranth's enums as plain classes)
+_NONE, _DONE, _REGS, _REDVAL = (int(c.value) for c in (Error.NONE, Kind.DONE, Kind.REGS,  # type: ignore[attr-defined]
+                                                         Kind.REDVAL))
+
 
 def tmem_instr_job(ins, taddr: int, warp: int, split=None, regs=None) -> dict:
     """One quadrant instruction of a ``tmem`` job: its port fields and, for a store, one beat
     per source register (``regs``: uint32[32, nregs]; absent: zeros)."""
-    job = {"fields": instr_fields(ins, taddr, warp, split)}
+    job: dict = {"fields": instr_fields(ins, taddr, warp, split)}
     if ins.op == "tcgen05.st":
         job["store"] = [[0] * 32] * ins.nregs if regs is None else \
             [[int(regs[t][k]) for t in range(32)] for k in range(ins.nregs)]
@@ -40,21 +44,21 @@ def tmem_outcome(ins, res: dict) -> dict:
     refusal of more than one beat)."""
     beats = res["beats"]
     assert beats and beats[-1]["last"] and not any(b["last"] for b in beats[:-1]), "last beat misplaced"
-    if beats[-1]["error"] != Error.NONE.value:
-        assert len(beats) == 1 and beats[0]["kind"] == Kind.DONE.value, "a refusal is one DONE beat"
+    if beats[-1]["error"] != _NONE:
+        assert len(beats) == 1 and beats[0]["kind"] == _DONE, "a refusal is one DONE beat"
         return {"error": beats[0]["error"]}
-    assert all(b["error"] == Error.NONE.value for b in beats), "an error before the last beat"
+    assert all(b["error"] == _NONE for b in beats), "an error before the last beat"
     if ins.op == "tcgen05.st":
-        assert len(beats) == 1 and beats[0]["kind"] == Kind.DONE.value, "a store gives one DONE beat"
+        assert len(beats) == 1 and beats[0]["kind"] == _DONE, "a store gives one DONE beat"
         return {}
     regs = [[None] * ins.nregs for _ in range(32)]
     out = {}
     for b in beats:
-        if b["kind"] == Kind.REDVAL.value:
+        if b["kind"] == _REDVAL:
             assert ins.red and b is beats[-1], "a redval beat where none belongs"
             out["redval"] = list(b["data"][0])
             continue
-        assert b["kind"] == Kind.REGS.value, f"a beat of kind {b['kind']} in a load"
+        assert b["kind"] == _REGS, f"a beat of kind {b['kind']} in a load"
         for slot, reg in enumerate([b["reg"]] + ([b["reg2"]] if b["two"] else [])):
             assert reg < ins.nregs and regs[0][reg] is None, f"register {reg} twice or out of range"
             for t in range(32):

@@ -47,6 +47,14 @@ class Layout:
     #: (offset, width) of the fields of the tcgen05.cp port's instruction (None: no port)
     cp_instr: dict | None = None
 
+    def places(self, port: str) -> dict:
+        """The (offset, width) of each field of ``port`` (``tmem_instr``, ``tmem_result``,
+        ``cp_instr``); ValueError when the unit was built without it."""
+        places = getattr(self, port)
+        if places is None:
+            raise ValueError(f"the unit was built without the {port} port (tmem_columns=0)")
+        return places
+
     @staticmethod
     def _pack(places: dict, fields: dict) -> int:
         """``fields`` (name → value) at their (offset, width) in ``places``."""
@@ -57,10 +65,10 @@ class Layout:
         return v
 
     def pack_cp_instr(self, fields: dict) -> int:
-        return self._pack(self.cp_instr, fields)
+        return self._pack(self.places("cp_instr"), fields)
 
     def pack_tmem_instr(self, fields: dict) -> int:
-        return self._pack(self.tmem_instr, fields)
+        return self._pack(self.places("tmem_instr"), fields)
 
     def pack_tmem_fill(self, col: int, words) -> int:
         return col | self.pack_words(words) << self.tmem_fill_data
@@ -74,9 +82,10 @@ class Layout:
                 for i in range(0, len(regs), n)]
 
     def unpack_tmem_result(self, v: int) -> dict:
-        out = {name: (v >> off) & ((1 << width) - 1) for name, (off, width) in self.tmem_result.items()
-               if name != "data"}
-        off = self.tmem_result["data"][0]
+        places = self.places("tmem_result")
+        out: dict = {name: (v >> off) & ((1 << width) - 1) for name, (off, width) in places.items()
+                     if name != "data"}
+        off = places["data"][0]
         words = [(v >> (off + 32 * k)) & 0xFFFFFFFF for k in range(2 * self.lanes)]
         out["data"] = [words[:self.lanes], words[self.lanes:]]
         return out

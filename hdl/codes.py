@@ -15,7 +15,7 @@ FORMAT_CODES = {None: 0, "b6x16_p32": 1, "b4x16_p64": 2}
 FMT_BITS = 2
 
 
-class Error(enum.Enum, shape=unsigned(4)):
+class Error(enum.Enum, shape=unsigned(4)):  # type: ignore[call-arg]
     """Error code of a result beat."""
 
     #: The instruction completed.
@@ -49,7 +49,7 @@ class Error(enum.Enum, shape=unsigned(4)):
     LANES = 12
 
 
-class Space(enum.Enum, shape=unsigned(2)):
+class Space(enum.Enum, shape=unsigned(2)):  # type: ignore[call-arg]
     """The state space of a wmma.load's address (ldmatrix / stmatrix: always shared-memory
     offsets)."""
 

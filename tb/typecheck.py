@@ -1,4 +1,4 @@
-"""The type check of the public API: mypy over the modules users import, as the wheel lays
+"""The type check of the whole package: mypy over every module of the wheel, as the wheel lays
 them out (``tensorlsu/sim``, ``tensorlsu/hdl``, ...), configured in pyproject.toml.
 
 The repository keeps the wings in folders of their own (``sim/``, ``hdl/``, ``cosim/``,
@@ -20,11 +20,9 @@ TREE = ROOT / "build" / "typecheck"
 #: where each subpackage lives in the repository (pyproject.toml's package-dir)
 WINGS = {"sim": "sim", "hdl": "hdl", "cosim": "cosim", "data": "data"}
 
-#: the public API: the whole numpy side (packages), and the modules a user of the RTL and of
-#: the command calls
-PACKAGES = ("tensorlsu.sim",)
-MODULES = ("tensorlsu", "tensorlsu.data", "tensorlsu.hdl.params", "tensorlsu.hdl.lsu", "tensorlsu.cosim.cli",
-           "tensorlsu.cosim.backend")
+#: every module of the package: the model, the RTL, the harness and drivers, the command
+PACKAGES = ("tensorlsu.sim", "tensorlsu.hdl", "tensorlsu.cosim")
+MODULES = ("tensorlsu", "tensorlsu.data")
 
 
 def link_tree() -> Path:

@@ -55,7 +55,8 @@ def candidates(moves):
 
 def _select_columns(cands, table, rows: int):
     """The distinct columns of selects (one per group of targets that share it), by field."""
-    columns, column_of = {}, {}
+    columns: dict[tuple, tuple[str, int]] = {}
+    column_of: dict = {}
     for target in sorted(cands):
         n = len(cands[target])
         col = tuple(table[target].get(r, n) for r in range(rows))

@@ -117,7 +117,8 @@ def _passes(bt: np.ndarray, order: dict[tuple[int, int], int]) -> tuple[list[tup
     none), so every beat reads one contiguous run of slots and beats of the same shape share
     one shuffle pattern. A pass ends when the next beat's chunks no longer fit."""
     words = bt.shape[1]
-    passes, beat_pass = [[]], []
+    passes: list[list] = [[]]
+    beat_pass: list[int] = []
     table = np.zeros(bt.shape, dtype=np.int16)
     for w in range(words):
         chunks = sorted({(int(l), int(p) // CHUNK) for l, p in bt[:, w].reshape(-1, 2)},

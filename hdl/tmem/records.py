@@ -26,7 +26,7 @@ __all__ = ["LANES", "QUADRANTS", "CANONICAL_NAN", "MAX_REGS", "RedType", "Kind",
 CANONICAL_NAN = 0x7FFFFFFF
 
 
-class RedType(enum.Enum, shape=unsigned(2)):
+class RedType(enum.Enum, shape=unsigned(2)):  # type: ignore[call-arg]
     """Element type of a ``.red`` load."""
 
     F32 = 0
@@ -34,7 +34,7 @@ class RedType(enum.Enum, shape=unsigned(2)):
     S32 = 2
 
 
-class Kind(enum.Enum, shape=unsigned(2)):
+class Kind(enum.Enum, shape=unsigned(2)):  # type: ignore[call-arg]
     """What a result beat carries."""
 
     #: One or two destination registers.
@@ -124,6 +124,6 @@ def instr_fields(ins, taddr: int, warp: int, split: int | None) -> dict:
     return {"store": int(ins.op == "tcgen05.st"), "shape_id": SHAPES.index(ins.shape),
             "num_log2": NUMS.index(ins.num), "pack": int(bool(ins.pack)),
             "red": int(ins.red is not None), "red_max": int(ins.red == "max"),
-            "red_type": red_type.value, "abs": int(bool(ins.abs)), "nan": int(bool(ins.nan)),
+            "red_type": red_type.value, "abs": int(bool(ins.abs)), "nan": int(bool(ins.nan)),  # type: ignore[attr-defined]
             "taddr": int(taddr) & 0xFFFFFFFF, "warp": int(warp) % 4, "split": sp,
             "has_split": int(split is not None)}

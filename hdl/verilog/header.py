@@ -80,8 +80,8 @@ def header_text(dut, top: str) -> str:
                 "// Tensor Memory instruction fields: shape codes, reduction types, result kinds"]
         out += [f"`define {_PREFIX}_TMEM_SHAPE_{re.sub(r'[^A-Z0-9]', '_', s.upper())} {k}"
                 for k, s in enumerate(SHAPES)]
-        out += [f"`define {_PREFIX}_TMEM_RED_{t.name} {t.value}" for t in RedType]
-        out += [f"`define {_PREFIX}_TMEM_KIND_{k.name} {k.value}" for k in Kind]
+        out += [f"`define {_PREFIX}_TMEM_RED_{t.name} {t.value}" for t in RedType]  # type: ignore[attr-defined]
+        out += [f"`define {_PREFIX}_TMEM_KIND_{k.name} {k.value}" for k in Kind]  # type: ignore[attr-defined]
     if p.copy_port:
         out += ["// tcgen05.cp: form codes (shape and multicast) and source formats of cp_instr"]
         out += [f"`define {_PREFIX}_CP_FORM_{re.sub(r'[^A-Z0-9]+', '_', (s + ('_' + c if c else '')).upper())} {k}"
@@ -89,9 +89,9 @@ def header_text(dut, top: str) -> str:
         out += [f"`define {_PREFIX}_CP_FMT_{(name or 'NONE').upper()} {code}" for name, code in FORMAT_CODES.items()]
     out += ["",
            "// error codes of a result beat"]
-    out += [f"`define {_PREFIX}_ERROR_{e.name} {e.value}" for e in Error]
+    out += [f"`define {_PREFIX}_ERROR_{e.name} {e.value}" for e in Error]  # type: ignore[attr-defined]
     out += ["", "// state spaces of a wmma.load address (instr space field)"]
-    out += [f"`define {_PREFIX}_SPACE_{sp.name} {sp.value}" for sp in Space]
+    out += [f"`define {_PREFIX}_SPACE_{sp.name} {sp.value}" for sp in Space]  # type: ignore[attr-defined]
     out += ["", f"// form ids ({len(forms.FORMS)}: {len(forms.ROW_FORMS)} ldmatrix / stmatrix, "
                 f"{len(forms.WMMA_FORMS)} wmma.load)"]
     out += [f"`define {form_macro(f)} {f}" for f in range(len(forms.FORMS))]
@@ -125,7 +125,7 @@ def wmma_layouts_text() -> str:
     tables the RTL's shuffle is built from), for users of the Verilog: per layout, the forms
     that share it (their header macros) and, per thread, the matrix element ``i,j`` (row,
     column) of each element slot."""
-    groups = {}
+    groups: dict[tuple, list[int]] = {}
     for k, ins in enumerate(forms.WMMA_FORMS):
         key = (ins.frag, ins.shape, ins.type, ins.nregs)
         groups.setdefault(key, []).append(len(forms.ROW_FORMS) + k)

