@@ -12,7 +12,7 @@ import time
 
 import tensorlsu
 from tensorlsu import data
-from tensorlsu.sim import cheader, sass, stream, trace
+from tensorlsu.sim import cheader, ptx, sass, stream, trace
 
 __all__ = ["main"]
 
@@ -66,6 +66,10 @@ def _replay(args) -> int:
                   f"{fmt} traces", file=sys.stderr)
             return 2
         return _replay_sass(args, fmt)
+    if args.target:
+        print("tensorlsu replay: --target applies to SASS traces (the project's records name their own)",
+              file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     try:
         with open(args.trace, "rb") as f:
@@ -176,11 +180,19 @@ def _replay_sass(args, fmt: str) -> int:
             accesses = list(sass.read(f.read().splitlines(), fmt))
         costed, base = sass.costs(accesses, side.base if side else args.smem_base)
         shared = [c for c in costed if c.op is not None or c.error is not None]
+        # the forms' target: as given, else the oldest that has every LDSM / STSM form of the trace
+        matrix = [(c.access, c.op) for c in shared if c.op is not None and c.op.kind == "matrix"]
+        target = args.target or ("sm_100a" if any(op.target == "sm_100a" for _, op in matrix) else "sm_90a")
+        for a, op in matrix:     # a target given must have every form of the trace
+            try:
+                ptx.parse(op.form, target)
+            except ptx.PtxError as e:
+                raise sass.SassError(f"{a.where}: {a.opcode}: {e}") from None
         plain: list = []
         if side is not None:
-            lines, plain = stream.side_records(shared, side, args.policy, args.target)
+            lines, plain = stream.side_records(shared, side, args.policy, target)
         else:
-            lines = [{**sass.record(c.access, c.op, base, args.target), "expect": {"wavefronts": c.cycles[args.policy]}}
+            lines = [{**sass.record(c.access, c.op, base, target), "expect": {"wavefronts": c.cycles[args.policy]}}
                      for c in shared if args.backend == "rtl" and c.error is None and c.op is not None
                      and c.op.kind == "matrix"]
     except OSError as e:
@@ -301,7 +313,8 @@ def main(argv=None) -> int:
     r.add_argument("--smem-base", type=lambda x: int(x, 0), metavar="A",
                    help="SASS traces: the shared window's base address (default: the Accel-Sim header's, "
                         "else the lowest shared address rounded down to 1 KiB)")
-    r.add_argument("--target", default="sm_90a", help="SASS traces: the target of the PTX forms (default sm_90a)")
+    r.add_argument("--target", help="SASS traces: the target of the PTX forms (default sm_90a, or sm_100a when "
+                                    "the trace has a .b8 LDSM / STSM form)")
     r.add_argument("--data", metavar="FILE",
                    help="SASS traces: the data side file (default: NAME.data.jsonl beside NAME.traceg, when "
                         "present): replay the stream with the GPU's data")

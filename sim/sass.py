@@ -34,7 +34,7 @@ from typing import Iterable, Iterator
 
 from . import layouts, model, ptx
 
-__all__ = ["SassError", "Access", "SharedOp", "Costed", "FORMATS", "LDSM_FORMS", "detect", "read", "shared_op",
+__all__ = ["SassError", "Access", "SharedOp", "Costed", "FORMATS", "LDSM_FORMS", "sass_opcode", "detect", "read", "shared_op",
            "shared_offsets", "record", "cost", "costs", "format_costs"]
 
 #: The trace formats :func:`read` takes.
@@ -82,7 +82,7 @@ class Access:
 # Reading
 # --------------------------------------------------------------------------------------
 
-_OPCODE = re.compile(r"[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*")
+_OPCODE = re.compile(r"[A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*")   # LDSM.U4x16P64TO8.M816: a lower-case x
 _REGISTER = re.compile(r"U?R\d+|RZ|U?P\d|PT")
 _NVBIT = re.compile(r"(?:MEMTRACE:\s*)?(?:CTX\s+(?P<ctx>0x[0-9a-fA-F]+)\s*-\s*)?"
                     r"(?:grid_launch_id\s+(?P<grid>\d+)\s*-\s*)?"
@@ -257,12 +257,43 @@ def read(lines: Iterable[str], fmt: str = "auto") -> Iterator[Access]:
 # What a shared-memory opcode is
 # --------------------------------------------------------------------------------------
 
-#: LDSM / STSM opcodes and the ldmatrix / stmatrix form each is (as ptxas 13.0 writes them for
-#: sm_90: LDSM.16.M88.4 is ldmatrix .x4, MT88 its .trans).
-LDSM_FORMS = {f"{op}.16.{m}{'' if n == 1 else f'.{n}'}":
-              f"{ptx}.sync.aligned.m8n8.x{n}{'.trans' if m == 'MT88' else ''}.shared.b16"
-              for op, ptx in (("LDSM", "ldmatrix"), ("STSM", "stmatrix"))
-              for m in ("M88", "MT88") for n in (1, 2, 4)}
+#: The parts of an LDSM / STSM opcode, ``{LDSM|STSM}.{element}.{M|MT}{shape}[.{num}]``: the
+#: element type (a decompressing load names its source format), ``MT`` for .trans, the shape's
+#: two sizes, and .x2 / .x4 (docs/sass-traces.md: how ptxas spells every form).
+_SASS_ELEMENT = {"b16": "16", "b8": "8", "b6x16_p32": "U6x16P32TO8", "b4x16_p64": "U4x16P64TO8"}
+_SASS_SHAPE = {"m8n8": "88", "m16n16": "1616", "m8n16": "816", "m16n8": "168"}
+
+
+def sass_opcode(ins: ptx.Instr | str) -> str:
+    """The SASS opcode of an ldmatrix / stmatrix form, e.g. ``LDSM.16.MT88.4`` for
+    ldmatrix .m8n8.x4.trans.b16, ``LDSM.U4x16P64TO8.M816.2`` for .m8n16.x2.b8x16.b4x16_p64."""
+    ins = ptx.parse(ins, "sm_100a") if isinstance(ins, str) else ins
+    if ins.op not in ("ldmatrix", "stmatrix"):
+        raise SassError(f"{ins.op} has no LDSM / STSM opcode")
+    return (f"{'LDSM' if ins.op == 'ldmatrix' else 'STSM'}.{_SASS_ELEMENT[ins.src_fmt or ins.type]}."
+            f"{'MT' if ins.trans else 'M'}{_SASS_SHAPE[ins.shape]}{'' if ins.num == 1 else f'.{ins.num}'}")
+
+
+def _row_forms() -> dict[str, str]:
+    """Every legal ldmatrix / stmatrix form by its opcode: each combination of the opcode's
+    parts that the PTX parser takes for sm_100a."""
+    out = {}
+    for op in ("ldmatrix", "stmatrix"):
+        for shape in _SASS_SHAPE:
+            for num in (1, 2, 4):
+                for trans in ("", ".trans"):
+                    for ty in ("b16", "b8", "b8x16.b6x16_p32", "b8x16.b4x16_p64"):
+                        text = f"{op}.sync.aligned.{shape}.x{num}{trans}.shared.{ty}"
+                        try:
+                            out[sass_opcode(text)] = text
+                        except ptx.PtxError:
+                            pass
+    return out
+
+
+#: LDSM / STSM opcodes and the ldmatrix / stmatrix form each is: the .b16 forms as the H200's
+#: code has them, the .b8 ones as ptxas 13.0 writes them for sm_100a.
+LDSM_FORMS = _row_forms()
 _SIZES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "32": 4, "64": 8, "128": 16}
 
 
@@ -277,6 +308,15 @@ class SharedOp:
     width: int = 4
     rows: int = 0       #: LDSM / STSM: the lanes whose row addresses it uses
 
+    @property
+    def target(self) -> str:
+        """The oldest target that has the form: sm_90a, or sm_100a for the .b8 forms."""
+        try:
+            ptx.parse(self.form, "sm_90a")
+        except ptx.PtxError:
+            return "sm_100a"
+        return "sm_90a"
+
 
 def shared_op(opcode: str) -> SharedOp | None:
     """What a SASS opcode does in shared memory; None for one that is not a shared access.
@@ -287,7 +327,7 @@ def shared_op(opcode: str) -> SharedOp | None:
         if form is None:
             raise SassError(f"{opcode}: an {head} variant not known here (known: "
                             f"{', '.join(k for k in LDSM_FORMS if k.startswith(head))})")
-        return SharedOp("matrix", head == "STSM", form, rows=layouts.row_count(ptx.parse(form, "sm_90a")))
+        return SharedOp("matrix", head == "STSM", form, rows=layouts.row_count(ptx.parse(form, "sm_100a")))
     if head in ("LDS", "STS"):
         quals = opcode.split(".")[1:]
         if len(quals) > 1 or any(q not in _SIZES for q in quals):
@@ -327,7 +367,7 @@ def _offsets(a: Access, base: int, lanes: range) -> list[int | None]:
     return out
 
 
-def record(a: Access, op: SharedOp, base: int, target: str = "sm_90a") -> dict:
+def record(a: Access, op: SharedOp, base: int, target: str | None = None) -> dict:
     """The project's trace record of an LDSM / STSM (no image, no data: what replay computes).
     Lanes past the form's rows are not used by the instruction; they repeat the used lanes'
     addresses so that both backends see 32 valid row addresses."""
@@ -338,7 +378,7 @@ def record(a: Access, op: SharedOp, base: int, target: str = "sm_90a") -> dict:
     if missing:
         raise SassError(f"{a.where}: {a.opcode} needs the row addresses of lanes 0-{op.rows - 1}; "
                         f"lane{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} inactive")
-    return {"instr": op.form, "target": target, "addr": [rows[t % op.rows] for t in range(LANES)],
+    return {"instr": op.form, "target": target or op.target, "addr": [rows[t % op.rows] for t in range(LANES)],
             "source": f"{a.opcode} at {a.where}" + (f" of {a.kernel}" if a.kernel else "")}
 
 
@@ -346,7 +386,7 @@ def cost(a: Access, op: SharedOp, base: int, policy: str = "h200") -> int:
     """Bank cycles of a shared access under ``policy``: the model's ldmatrix / stmatrix rule for
     LDSM / STSM, its plain-access rule (:func:`model.shared_wavefronts`) for LDS / STS."""
     if op.kind == "matrix":
-        return model.wavefronts(ptx.parse(op.form, "sm_90a"), record(a, op, base)["addr"], policy)
+        return model.wavefronts(ptx.parse(op.form, op.target), record(a, op, base)["addr"], policy)
     return model.shared_wavefronts(op.width, _offsets(a, base, range(LANES)), policy)
 
 

@@ -81,10 +81,11 @@ class PlainCheck:
 
 
 def side_records(costed: list[Costed], side: SideData, policy: str = "h200",
-                 target: str = "sm_90a") -> tuple[list[dict], list[PlainCheck]]:
+                 target: str | None = None) -> tuple[list[dict], list[PlainCheck]]:
     """The stream's LDSM / STSM as records with their images and the hardware's data, and its
     LDS / STS checked here. Accesses refused by :func:`sass.costs` are left out (the caller
-    reports them); one the side file has no data for raises SassError."""
+    reports them); one the side file has no data for, or whose form ``target`` (default: the
+    oldest that has it) lacks, raises SassError."""
     keys = {(c.access.cta, c.access.warp) for c in costed if c.op is not None}
     if len(keys) > 1:
         raise SassError(f"a data replay follows one warp's stream; this trace has {len(keys)} warps")
@@ -98,7 +99,10 @@ def side_records(costed: list[Costed], side: SideData, policy: str = "h200",
         words = side.data.get(a.line)
         if words is None:
             raise SassError(f"{a.where}: the data side file has no data for this line")
-        ins = ptx.parse(c.op.form, target) if c.op.kind == "matrix" else None
+        try:
+            ins = ptx.parse(c.op.form, target or c.op.target) if c.op.kind == "matrix" else None
+        except ptx.PtxError as e:
+            raise SassError(f"{a.where}: {a.opcode}: {e}") from None
         need = ins.nregs if ins is not None else -(-c.op.width // 4)
         short = [t for t, lane in enumerate(words) if len(lane) < need and (ins is not None or a.addrs[t] is not None)]
         if short:

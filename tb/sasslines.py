@@ -63,5 +63,13 @@ CASES = [
 ]
 
 
+#: sm_100a opcodes, the .b8 forms as ptxas spells them (tb/sim/test_sass.py checks the spelling
+#: with the compiler): a decompressing LDSM .m8n16 .x4 of 32 consecutive 16-byte rows, and an
+#: STSM .m16n8 .x2 .trans .b8 of 16 (the lanes it uses active)
+B8_ROWS = [16 * t for t in range(32)]
+B8_LINES = [f"0100 ffffffff 1 R4 LDSM.U4x16P64TO8.M816.4 1 R2 2 {listed(B8_ROWS)} 0",
+            f"0110 0000ffff 0 STSM.8.MT168.2 2 R2 R4 2 {listed([512 + a for a in B8_ROWS[:16]])} 0"]
+
+
 def trace_text(lines):
     return HEADER + "\n".join(lines) + "\n#END_TB\n"

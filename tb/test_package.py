@@ -105,7 +105,7 @@ def test_the_version_has_one_source():
     assert version("tensorlsu") == tensorlsu.__version__
 
 
-def test_the_public_api_passes_the_type_check():
+def test_the_package_passes_the_type_check():
     assert typecheck.main() == 0
 
 

@@ -3,12 +3,16 @@ shared opcode and address format (tb/sasslines.py), checked against bank cycles 
 by hand from the bank rule."""
 
 import json
+import re
+import subprocess
 
+import ptxgen
 import pytest
 from tensorlsu.cosim import cli
+from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import model, sass
 
-from sasslines import BASE, CASES, FIRST, SWIZZLED, deltas, listed, trace_text
+from sasslines import B8_LINES, B8_ROWS, BASE, CASES, FIRST, SWIZZLED, deltas, listed, trace_text
 
 
 def costed(text, fmt="auto", base=None):
@@ -135,3 +139,57 @@ def test_the_plain_rule_is_the_wmma_rule():
     assert model.shared_wavefronts(4, [None] * 32) == 0
     with pytest.raises(model.ModelError, match="1, 2, 4, 8 or 16 bytes"):
         model.shared_wavefronts(32, [0] * 32)
+
+
+def test_every_ldmatrix_stmatrix_form_has_one_opcode():
+    """The 27 forms the unit runs, each under an opcode of its own, and back."""
+    texts = sorted(f.form for f in forms.ROW_FORMS)
+    assert sorted(sass.LDSM_FORMS.values()) == texts and len(sass.LDSM_FORMS) == 27
+    for opcode, text in sass.LDSM_FORMS.items():
+        assert sass.sass_opcode(text) == opcode and sass.shared_op(opcode).form == text
+
+
+def test_ptxas_spells_each_form_as_its_opcode(tmp_path):
+    """The compiler as the oracle: every form assembled for sm_100a (a kernel each) and
+    disassembled; the LDSM / STSM opcode is the one sass_opcode gives."""
+    ptxas = ptxgen.ptxas_path()
+    assert ptxas is not None, "ptxas: the oracle extra (make venv) installs it"
+    nvdisasm = ptxas.with_name("nvdisasm")
+    assert nvdisasm.exists(), "nvdisasm: the oracle extra (make venv) installs it"
+    kernels = []
+    for k, f in enumerate(forms.ROW_FORMS):
+        regs = ", ".join(f"r{1 + j}" for j in range(f.nregs))
+        if f.op == "ldmatrix":      # each loaded register stored, so that the load stays
+            body = [f"{f.form} {{{regs}}}, [r0];"] + [f"st.global.u32 [rd0+{4 * j}], r{1 + j};" for j in range(f.nregs)]
+        else:
+            body = [f"ld.global.u32 r{1 + j}, [rd0+{4 * j}];" for j in range(f.nregs)] + [f"{f.form} [r0], {{{regs}}};"]
+        kernels.append(f".visible .entry k{k}(.param .u64 p)\n{{\n.reg .b32 r<9>;\n.reg .b64 rd<1>;\n"
+                       f".shared .align 16 .b8 s{k}[1024];\nmov.u32 r0, s{k};\nld.param.u64 rd0, [p];\n"
+                       + "\n".join(body) + "\nret;\n}\n")
+    (tmp_path / "forms.ptx").write_text(".version 9.0\n.target sm_100a\n.address_size 64\n" + "".join(kernels))
+    subprocess.run([str(ptxas), "-arch=sm_100a", str(tmp_path / "forms.ptx"), "-o", str(tmp_path / "forms.cubin")],
+                   check=True, timeout=300)
+    text = subprocess.run([str(nvdisasm), str(tmp_path / "forms.cubin")], capture_output=True, text=True,
+                          check=True, timeout=300).stdout
+    found = {}
+    parts = re.split(r"\.text\.k(\d+):", text)
+    for k, body in zip(parts[1::2], parts[2::2]):
+        found[int(k)] = re.findall(r"\b((?:LDSM|STSM)\.[A-Za-z0-9._]+)", body)
+    assert {k: found.get(k) for k in range(len(forms.ROW_FORMS))} == \
+        {k: [sass.sass_opcode(f)] for k, f in enumerate(forms.ROW_FORMS)}
+
+
+def test_a_b8_opcode_replays_for_sm_100a(tmp_path, capsys):
+    """A decompressing LDSM and a .b8 STSM from a trace: their forms need sm_100a, taken as the
+    target unless one is given; a target without them is refused by name."""
+    path = tmp_path / "kernel-1.traceg"
+    path.write_text(trace_text(B8_LINES))
+    (ld, st), _ = costed(path.read_text())
+    assert ld.op.form == "ldmatrix.sync.aligned.m8n16.x4.shared.b8x16.b4x16_p64" and ld.op.target == "sm_100a"
+    assert st.op.form == "stmatrix.sync.aligned.m16n8.x2.trans.shared.b8" and st.op.rows == 16
+    assert ld.cycles["h200"] == model.wavefronts(ld.op.form, B8_ROWS)
+    assert cli.main(["replay", str(path)]) == 0
+    capsys.readouterr()
+    assert cli.main(["replay", str(path), "--target", "sm_90a"]) == 2
+    err = capsys.readouterr().err
+    assert f"line {FIRST}" in err and "LDSM.U4x16P64TO8.M816.4" in err and "not supported on target sm_90a" in err

@@ -6,7 +6,7 @@ import sys
 
 import make_cp_trace
 import pytest
-from sasslines import CASES, trace_text
+from sasslines import B8_LINES, CASES, trace_text
 from conftest import DATA
 from tensorlsu.cosim import cli
 from tensorlsu.cosim.backend import RtlBackend
@@ -261,11 +261,11 @@ def test_rtl_backend_refuses_a_copy_whose_operands_differ_from_the_text():
 
 def test_a_sass_trace_runs_its_ldsm_and_stsm_through_the_rtl(tmp_path, capsys):
     """An Accel-Sim trace's LDSM / STSM through the RTL (Verilator) at the model's bank cycles,
-    each cycle count derived by hand in tb/sim/test_sass.py."""
+    each cycle count derived by hand in tb/sim/test_sass.py; and two sm_100a .b8 opcodes."""
     path = tmp_path / "kernel-1.traceg"
-    path.write_text(trace_text([c[0] for c in CASES]))
+    path.write_text(trace_text([c[0] for c in CASES] + B8_LINES))
     assert cli.main(["replay", str(path), "--backend", "rtl", "--sim", "verilator"]) == 0
-    assert "rtl (verilator, h200): 4 of 4 LDSM / STSM at the model's bank cycles" in capsys.readouterr().out
+    assert "rtl (verilator, h200): 6 of 6 LDSM / STSM at the model's bank cycles" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("kernel", ["gemm_tile", "epilogue"])
