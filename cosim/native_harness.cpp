@@ -474,7 +474,7 @@ int main(int argc, char** argv) {
             break;
         }
         case OP_DUMP: {
-            // dump requests of a group, each answered before the next
+            // dump requests of a group, back to back (the port answers them in order)
             Group& g = group(read_word());
             uint32_t n = read_word();
             Words req = read_words(n);
@@ -482,9 +482,9 @@ int main(int argc, char** argv) {
             for (uint32_t k = 0; k < n; k++) {
                 g.dump_req->queue.push_back(Words(g.dump_req->words, 0));
                 g.dump_req->queue.back()[0] = req[k];
-                g.dump->awaited = 1;
-                while (g.dump->awaited) tb.step();
             }
+            g.dump->awaited = n;
+            while (g.dump->awaited) tb.step();
             write_word(OP_DUMP);
             write_out(g.dump, from);
             g.dump->beats.resize(from);

@@ -16,6 +16,7 @@ Where the assembler accepts forms the texts do not list, the texts win (docs/ptx
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 
 __all__ = ["PtxError", "Instr", "Target", "parse", "parse_target", "TCGEN05_REGS_PER_X1", "CP_SHAPES",
@@ -358,6 +359,17 @@ def _int(op: str, what: str, text: str) -> int:
 
 def parse(text: str, target: str | Target = "sm_100a") -> Instr:
     """Parse one instruction (operands optional, trailing ``;`` optional) for ``target``."""
+    if isinstance(text, str) and isinstance(target, (str, Target)):
+        return _parse_cached(text, target)     # a trace repeats its forms: each parsed once
+    return _parse(text, target)
+
+
+@lru_cache(maxsize=1 << 14)
+def _parse_cached(text: str, target: str | Target) -> Instr:
+    return _parse(text, target)
+
+
+def _parse(text: str, target: str | Target) -> Instr:
     if not isinstance(text, str):
         raise PtxError(f"instruction text must be a string, not {type(text).__name__}")
     s = text.strip()

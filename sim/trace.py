@@ -220,7 +220,8 @@ def operands(rec: Record) -> str | None:
     if ins.op == "wmma.load" and isinstance(a, list):
         raise TraceError(f"line {rec.line}: wmma.load takes one matrix address in 'addr'")
     try:
-        if isinstance(a, list):
+        # (_validate made them 32 integers; the loop names the first out of range)
+        if isinstance(a, list) and not 0 <= min(a) <= max(a) < 1 << model.ADDR_BITS:
             for t, x in enumerate(a):
                 model.integer(x, f"the row address of thread {t}", model.ADDR_BITS)
         elif a is not None and ins.op == "wmma.load":

@@ -19,13 +19,13 @@ from amaranth.lib.wiring import In, Out
 
 from ..codes import Error
 from ..params import TmemParams
-from tensorlsu.sim.tmem_plan import MAX_REGS, NUMS, SHAPES, cols_of, plan, schedule
+from tensorlsu.sim.tmem_plan import MAX_REGS, NUMS, SHAPES, cols_of, forms, plan, schedule
 from .records import LANES, RedType, tmem_instr_layout
 
 __all__ = ["TmemCheck", "verdict", "SPAN_LOG_MAX"]
 
 #: log2 of the most columns one access of any form spans
-SPAN_LOG_MAX = max(cols_of(*f[1:]) for f in schedule().forms()).bit_length() - 1
+SPAN_LOG_MAX = max(cols_of(*f[1:]) for f in forms()).bit_length() - 1
 
 
 def _code(op: str, shape: str, num: int, pack: bool) -> int:
