@@ -413,11 +413,16 @@ class _Host:
             if dump:
                 cmd += self._dump_cmd(SHARED, dump)
 
+            stored = any("store" in i for i in job["burst"])
+
             def decode_burst():
-                self.known = False
+                if stored and dump * lay.line_bytes < lay.smem_bytes:
+                    self.known = False   # stores may have changed lines the bench did not read back
                 res = {"burst": self._collect(*self._streams([(SHARED, self.w_result)])[0])}
                 if dump:
-                    res["dump"] = self._read_dump(self.w_dump, lay.line_bytes).hex()
+                    dumped = self._read_dump(self.w_dump, lay.line_bytes)
+                    res["dump"] = dumped.hex()
+                    self.mem[:len(dumped)] = dumped
                 return res
             return bytes(cmd), decode_burst
         cmd += _u32(OP_STREAMS, 1) + self._shared_stream([job])
