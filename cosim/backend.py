@@ -3,8 +3,6 @@ what the unit produced as the model's outcomes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.copy.records import instr_fields as cp_fields
 from tensorlsu.hdl.gmem.axi import AXI_PAGE
@@ -22,93 +20,36 @@ from .runner import run_jobs
 
 __all__ = ["RtlBackend"]
 
-#: Clocks of simulation (estimated, :func:`_clocks`) from which a Verilator run is worth the
-#: harness compiled with -O2: about a minute more to build, about 20 times the clocks a second
-#: (10,000 against 190,000 for the whole unit).
-OPTIMIZE_FROM = 500_000
-#: The most instructions of one burst (a job of back-to-back instructions): the harness holds
-#: its results until the last.
+#: Records from which a Verilator run is worth the optimized build.
+OPTIMIZE_FROM = 5000
+#: The most instructions of one burst (a job of back-to-back loads): the harness holds its
+#: results until the last.
 BURST = 4096
-#: Bytes of a row of ldmatrix / stmatrix, and of a shared-memory line (a fill or dump beat).
-_ROW, _LINE = ROW_BYTES, Params().line_bytes
 
 
-@dataclass
-class _Batch:
-    """A job for the harness: one record's, or a burst of several (``members``). A burst of
-    stores carries the shared-memory lines each member's rows lie in (``lines``)."""
-
-    job: dict
-    members: int = 0
-    lines: list[set[int]] = field(default_factory=list)
-
-
-def _bursts(jobs: list[dict]) -> list[_Batch]:
-    """The jobs, with runs of like records made one burst: back to back through the unit, as
-    a kernel issues them, rather than one by one. A run of loads from shared memory with one
-    image (records whose image is the same, absent ones all zero): loads write nothing, so each
-    still reads its own record's image. A run of stores with one image whose rows lie in lines
-    no other store of the run touches: one read-back of the memory then gives each store's
-    image (its lines; the image elsewhere), and any line none of them addresses must be
-    unchanged (:func:`_split_dump`)."""
-    out: list[_Batch] = []
-    key = None          # what the burst at the end of ``out`` shares: kind, image, size
+def _bursts(jobs: list[dict]) -> list[tuple[dict, int]]:
+    """The jobs, each run of loads from shared memory with one image (records whose image is
+    the same, absent ones all zero) made one burst: back to back through the unit, as a kernel
+    issues them, rather than one by one. Loads write nothing, so each still reads its own
+    record's image. (job, loads in it; 0 for a job run alone)."""
+    out: list[tuple[dict, int]] = []
+    key = None          # the image and size of the burst at the end of ``out``
     for job in jobs:
-        load = "form" in job and "store" not in job and not job.get("gmem")
-        store = "form" in job and "store" in job
-        if not (load or store):
-            out.append(_Batch(job))
+        if "form" in job and "store" not in job and not job.get("gmem"):
+            this = (job["image"], job["smem_size"])
+            if out and out[-1][1] and this == key and out[-1][1] < BURST:
+                out[-1][0]["burst"].append(_instr(job))
+                out[-1] = (out[-1][0], out[-1][1] + 1)
+                continue
+            out.append(({"burst": [_instr(job)], "image": job["image"], "smem_size": job["smem_size"]}, 1))
+            key = this
             continue
-        this = ("store" if store else "load", job["image"], job["smem_size"])
-        lines = {a // _LINE for a in job["addr"]} | {(a + _ROW - 1) // _LINE for a in job["addr"]} if store else set()
-        last = out[-1] if out else None
-        if (last is not None and last.members and this == key and last.members < BURST
-                and not any(lines & seen for seen in last.lines)):
-            last.job["burst"].append(_instr(job))
-            last.members += 1
-            if store:
-                last.lines.append(lines)
-            continue
-        burst = {"burst": [_instr(job)], "image": job["image"], "smem_size": job["smem_size"]}
-        if store:
-            burst["dump_lines"] = job["dump_lines"]
-        out.append(_Batch(burst, 1, [lines] if store else []))
-        key = this
+        out.append((job, 0))
     return out
-
-
-def _clocks(job: dict, tmem_columns: int) -> int:
-    """About the clocks a job takes: an instruction's latency, a line read back or filled a
-    clock each, a quadrant's columns filled and read back."""
-    quadrants = 4 * tmem_columns * 2 if ("tmem" in job or "cp" in job) else 0
-    return 30 + 2 * job.get("dump_lines", 0) + quadrants
 
 
 def _instr(job: dict) -> dict:
-    return {k: job[k] for k in ("form", "addr", "stride", "space", "store") if k in job}
-
-
-def _split_dump(batch: _Batch, res: dict) -> list[dict]:
-    """Each member's result of a burst; a burst of stores gives each its own read-back: the
-    burst's image with the member's lines from the memory read back after the burst, and
-    ``stray`` the first line that no member addresses yet changed (None: none)."""
-    members = res["burst"]
-    if not batch.lines:
-        return members
-    image = bytes.fromhex(batch.job["image"])
-    after = bytes.fromhex(res["dump"])
-    before = image.ljust(len(after), b"\0")
-    mine = set().union(*batch.lines)
-    stray = next((line for line in range(len(after) // _LINE)
-                  if line not in mine and after[line * _LINE:(line + 1) * _LINE] != before[line * _LINE:(line + 1) * _LINE]),
-                 None)
-    out = []
-    for member, lines in zip(members, batch.lines):
-        own = bytearray(before)
-        for line in lines:
-            own[line * _LINE:(line + 1) * _LINE] = after[line * _LINE:(line + 1) * _LINE]
-        out.append({**member, "dump": bytes(own).hex(), "stray": stray})
-    return out
+    return {k: job[k] for k in ("form", "addr", "stride", "space") if k in job}
 
 
 #: What a refusal's error code says, in words the model's messages share.
@@ -310,12 +251,11 @@ class RtlBackend:
             batches = _bursts(jobs)
             # a long run on Verilator takes the harness compiled with -O2: its build takes about
             # a minute longer, it simulates 20-40 times faster
-            ran, seconds = run_jobs([b.job for b in batches], sim=self.sim, policy=self.policy,
+            ran, seconds = run_jobs([b for b, _ in batches], sim=self.sim, policy=self.policy,
                                     progress=self.progress, build_root=self.build_root,
                                     smem_bytes=self.smem_bytes, tmem_columns=tmem_columns,
-                                    waves=self.waves,
-                                    optimize=sum(_clocks(j, tmem_columns) for j in jobs) >= OPTIMIZE_FROM)
-            results = [r for b, res in zip(batches, ran) for r in (_split_dump(b, res) if b.members else [res])]
+                                    waves=self.waves, optimize=len(jobs) >= OPTIMIZE_FROM)
+            results = [r for (_, n), res in zip(batches, ran) for r in (res["burst"] if n else [res])]
             self.seconds += seconds
             for k, job, res in zip(index, jobs, results):
                 rec = records[k]
@@ -328,10 +268,7 @@ class RtlBackend:
                 if "tmem" in job:
                     produced[k] = self._tmem_produced(rec, job, res, tmem_columns)
                     continue
-                if res.get("stray") is not None:
-                    produced[k] = {"error": f"the RTL wrote shared-memory line {res['stray']}, which no store "
-                                            "of its burst addresses"}
-                elif res["error"]:
+                if res["error"]:
                     produced[k] = {"error": _refusal(res["error"])}
                 elif rec.ins.op == "ldmatrix":
                     produced[k] = {"regs": [list(x) for x in zip(*res["beats"])],

@@ -9,7 +9,7 @@ import pytest
 from sasslines import B8_LINES, CASES, trace_text
 from conftest import DATA
 from tensorlsu.cosim import cli
-from tensorlsu.cosim.backend import RtlBackend, _bursts, _split_dump
+from tensorlsu.cosim.backend import RtlBackend
 from tensorlsu.sim import descriptor, ptx, trace
 
 GOLDEN = DATA / "h200_sm90.jsonl"
@@ -277,25 +277,3 @@ def test_the_h200_kernels_replay_through_the_rtl_with_their_data(kernel, capsys)
     out = capsys.readouterr().out
     n = {"gemm_tile": 24, "epilogue": 10}[kernel]
     assert f"rtl (verilator, h200): {n} of {n} LDSM / STSM with the GPU's data" in out
-
-
-def test_bursts_group_like_records_and_a_stray_write_is_caught():
-    """Loads with one image run as one burst, stores as one only while their lines are
-    disjoint; a burst of stores gives each its own image from one read-back, and a line none of
-    them addresses, changed, fails them all (a write the RTL made where it should not)."""
-    load = {"form": 4, "addr": [16 * t for t in range(32)], "image": "", "smem_size": 1024}
-    store = {"form": 24, "addr": [16 * t for t in range(32)], "image": "", "smem_size": 1024,
-             "store": [[0] * 32] * 4, "dump_lines": 8}
-    moved = {**store, "addr": [512 + 16 * t for t in range(32)]}
-    batches = _bursts([load, load, store, moved, store, {**load, "image": "00"}])
-    assert [(b.members, len(b.lines)) for b in batches] == [(2, 0), (2, 2), (1, 1), (1, 0)]
-    after = bytearray(1024)
-    after[0:512] = b"\x01" * 512          # the first store's four lines
-    after[512:1024] = b"\x02" * 512       # the second's
-    res = {"burst": [{"error": 0}, {"error": 0}], "dump": after.hex()}
-    first, second = _split_dump(batches[1], res)
-    assert bytes.fromhex(first["dump"]) == b"\x01" * 512 + bytes(512) and first["stray"] is None
-    assert bytes.fromhex(second["dump"]) == bytes(512) + b"\x02" * 512
-    one = _bursts([store])[0]
-    res = {"burst": [{"error": 0}], "dump": (bytes(512) + b"\x07" + bytes(511)).hex()}
-    assert _split_dump(one, res)[0]["stray"] == 4
