@@ -81,14 +81,28 @@ replay: $(STAMP)
 	$(SAY) "$(TRACE) through the model"
 	$(PY) -m tensorlsu.cosim replay $(TRACE)
 
-# Long regression (not in CI): make regress N=1000000 SIM=verilator. Every port (global and
-# generic wmma.load, the four quadrants, tcgen05.cp), a level of idle and back-pressure per job,
-# both policies at once (a process each; POLICY=h200 or packed for one); prints the coverage.
-## regress: the long random regression on every port (N instructions; not in CI)
+# Long regression (not in CI): make regress N=1000000. Every port (global and generic wmma.load,
+# the four quadrants, tcgen05.cp), a level of idle and back-pressure per job, h200 and packed
+# shards in turn (POLICY=h200 or packed for one), on the native harness (SIM=verilator). Sharded
+# by pytest-xdist over JOBS local workers, or over HOSTS (xdist --tx specs, each host a clone of
+# the same commit: docs/regress.md; the controller then runs from build/farm, so that each host
+# reads the tests from its own clone); each shard's seed is drawn from SEED, and a failure names
+# the command that runs its shard alone (SHARDS=... SHARD=...). PORTS=0: the shared path only.
+# The merged summary and coverage go to build/regress/.
+SHARDS ?=
+SHARD  ?=
+HOSTS  ?=
+PORTS  ?= 1
+## regress: the long random regression on every port, sharded over JOBS workers or HOSTS (N instructions; not in CI)
 regress: $(STAMP)
-	$(SAY) "$(N) random instructions through the RTL ($(SIM)), against the model"
-	$(PY) tb/regress.py --n $(N) --seed $(SEED) --sim $(SIM) --ports \
-		--policy $(if $(filter command line,$(origin POLICY)),$(POLICY),both)
+	$(SAY) "$(N) random instructions through the RTL, in shards, against the model"
+	$(if $(HOSTS),mkdir -p build/farm && cd build/farm &&) $(abspath $(PY)) -m pytest -p tensorlsu.cosim.farm \
+		tb/regress_shards.py -q -p no:cacheprovider \
+		$(if $(SHARD),-n 0,$(if $(HOSTS),--dist load $(foreach h,$(HOSTS),--tx $(h)),-n $(JOBS))) \
+		--regress-n=$(N) --regress-seed=$(SEED) $(if $(SHARDS),--shards=$(SHARDS)) $(if $(SHARD),--shard=$(SHARD)) \
+		--regress-policy=$(if $(filter command line,$(origin POLICY)),$(POLICY),both) \
+		--regress-sim=$(if $(filter command line,$(origin SIM)),$(SIM),verilator) \
+		$(if $(filter 0,$(PORTS)),--no-regress-ports)
 
 # A CUTLASS-style GEMM mainloop's ldmatrix / stmatrix stream over Swizzle<3,4,3> tiles through the
 # RTL on Verilator, against the model (data, bank cycles), with its bytes per clock: make gemm N=1000000

@@ -20,6 +20,9 @@ from .runner import run_jobs
 
 __all__ = ["RtlBackend"]
 
+#: The unit's default parameters: its line size and shared window (made once: a record is
+#: made into a job in microseconds).
+DEFAULT = Params()
 #: Records from which a Verilator run is worth the optimized build.
 OPTIMIZE_FROM = 5000
 #: The most instructions of one burst (a job of back-to-back loads): the harness holds its
@@ -28,28 +31,36 @@ BURST = 4096
 
 
 def _bursts(jobs: list[dict]) -> list[tuple[dict, int]]:
-    """The jobs, each run of loads from shared memory with one image (records whose image is
-    the same, absent ones all zero) made one burst: back to back through the unit, as a kernel
-    issues them, rather than one by one. Loads write nothing, so each still reads its own
-    record's image. (job, loads in it; 0 for a job run alone)."""
+    """The jobs, each run of shared-memory loads and stores with one image (records whose image
+    is the same, absent ones all zero) made one burst: back to back through the unit, as a
+    kernel issues them, rather than one by one. A store joins one only when nothing of it is read
+    back (the record expects no image), and a load only when no store before it in the burst
+    wrote a line it reads: so each instruction still sees its own record's image. (job, its
+    instructions; 0 for a job run alone)."""
     out: list[tuple[dict, int]] = []
     key = None          # the image and size of the burst at the end of ``out``
+    written: set = set()    # the lines its stores may have written
     for job in jobs:
-        if "form" in job and "store" not in job and not job.get("gmem"):
-            this = (job["image"], job["smem_size"])
-            if out and out[-1][1] and this == key and out[-1][1] < BURST:
-                out[-1][0]["burst"].append(_instr(job))
-                out[-1] = (out[-1][0], out[-1][1] + 1)
-                continue
-            out.append(({"burst": [_instr(job)], "image": job["image"], "smem_size": job["smem_size"]}, 1))
-            key = this
+        lines = job.pop("lines", None)      # None: not known (a wmma.load's)
+        if "form" not in job or job.get("gmem") or job.get("dump_lines"):
+            out.append((job, 0))
             continue
-        out.append((job, 0))
+        this = (job["image"], job["smem_size"])
+        free = "store" in job or not written or (lines is not None and not lines & written)
+        if not (out and out[-1][1] and this == key and out[-1][1] < BURST and free):
+            out.append(({"burst": [], "image": job["image"], "smem_size": job["smem_size"], "writes": []}, 0))
+            key, written = this, set()
+        burst = out[-1][0]
+        burst["burst"].append(_instr(job))
+        if "store" in job:
+            written |= set(job["writes"])
+            burst["writes"] = sorted(written)
+        out[-1] = (burst, out[-1][1] + 1)
     return out
 
 
 def _instr(job: dict) -> dict:
-    return {k: job[k] for k in ("form", "addr", "stride", "space") if k in job}
+    return {k: job[k] for k in ("form", "addr", "stride", "space", "store") if k in job}
 
 
 #: What a refusal's error code says, in words the model's messages share.
@@ -88,9 +99,9 @@ class RtlBackend:
     name = "rtl"
 
     def __init__(self, sim: str = "icarus", policy: str = "h200", smem_bytes: int = 16 * 1024,
-                 waves: bool = False, progress: bool = False, build_root=None):
+                 waves: bool = False, progress: bool = False, build_root=None, images: bool = True):
         self.sim, self.policy, self.smem_bytes, self.waves = sim, policy, smem_bytes, waves
-        self.progress, self.build_root = progress, build_root
+        self.progress, self.build_root, self.images = progress, build_root, images
         self.seconds = 0.0
 
     @staticmethod
@@ -98,7 +109,7 @@ class RtlBackend:
         """The smallest shared memory the unit can be built with (whole lines, at least the
         default size) that holds every record's image, the rows it addresses and a wmma.load's
         matrix; at most the largest the unit has (records beyond it are refused, by name)."""
-        default = Params()
+        default = DEFAULT
         need = default.smem_bytes
         for rec in records:
             r, ins = rec.raw, rec.ins
@@ -137,7 +148,7 @@ class RtlBackend:
                    "smem_size": len(image) or self.smem_bytes}
             if rec.space == "shared":
                 # a generic record's shared address is a window offset
-                job["addr"] = addr + (Params().shared_window_base if ins.space == "generic" else 0)
+                job["addr"] = addr + (DEFAULT.shared_window_base if ins.space == "generic" else 0)
                 return job
             # global: the image goes to the AXI memory at GMEM_AT, keeping its offset within a
             # 4 KiB page (so bursts meet page ends where they did on the hardware)
@@ -149,12 +160,16 @@ class RtlBackend:
             return job
         if not isinstance(r.get("addr"), list):
             raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
-        job = {"form": fid, "addr": r["addr"], "image": image.hex(), "smem_size": len(image) or self.smem_bytes}
+        line_bytes = DEFAULT.line_bytes
+        job = {"form": fid, "addr": r["addr"], "image": image.hex(), "smem_size": len(image) or self.smem_bytes,
+               "lines": {a // line_bytes for a in r["addr"]}}     # the lines its rows lie in (for _bursts)
         if ins.op == "stmatrix":
             regs = r.get("regs") or [[0] * ins.nregs for _ in range(32)]     # absent: zeros
             job["store"] = [[regs[t][k] for t in range(32)] for k in range(ins.nregs)]
-            # the whole image back; without one, all of shared memory (trailing zeros dropped)
-            job["dump_lines"] = -(-(len(image) or self.smem_bytes) // Params().line_bytes)
+            job["writes"] = sorted(job["lines"])
+            if self.images or "smem" in rec.expect:
+                # the whole image back; without one, all of shared memory (trailing zeros dropped)
+                job["dump_lines"] = -(-(len(image) or self.smem_bytes) // line_bytes)
         return job
 
     @staticmethod
@@ -229,6 +244,12 @@ class RtlBackend:
         out[first] = sorted(out[first] + [k for k in range(len(records)) if k not in set(tm)])
         return out
 
+    @staticmethod
+    def family(records) -> dict:
+        """The build parameters beyond the memories' sizes: the unit without its global port
+        when no record reads global memory (a smaller unit simulates faster)."""
+        return {} if any(rec.space == "global" for rec in records) else {"global_bytes": 0}
+
     def execute_all(self, records) -> list[dict]:
         produced: list[dict] = [{} for _ in records]
         self.seconds = 0.0
@@ -254,7 +275,8 @@ class RtlBackend:
             ran, seconds = run_jobs([b for b, _ in batches], sim=self.sim, policy=self.policy,
                                     progress=self.progress, build_root=self.build_root,
                                     smem_bytes=self.smem_bytes, tmem_columns=tmem_columns,
-                                    waves=self.waves, optimize=len(jobs) >= OPTIMIZE_FROM)
+                                    waves=self.waves, optimize=len(jobs) >= OPTIMIZE_FROM,
+                                    params=self.family(records))
             results = [r for (_, n), res in zip(batches, ran) for r in (res["burst"] if n else [res])]
             self.seconds += seconds
             for k, job, res in zip(index, jobs, results):
@@ -271,16 +293,16 @@ class RtlBackend:
                 if res["error"]:
                     produced[k] = {"error": _refusal(res["error"])}
                 elif rec.ins.op == "ldmatrix":
-                    produced[k] = {"regs": [list(x) for x in zip(*res["beats"])],
-                                   "wavefronts": res["cycles"]}
+                    produced[k] = {"regs": list(map(list, zip(*res["beats"]))), "wavefronts": res["cycles"]}
                 elif rec.ins.op == "wmma.load":
                     produced[k] = {"regs": [list(x) for x in zip(*res["beats"])]}
                     if rec.ins.space == "shared":     # the bank rule is shared memory's
                         produced[k]["wavefronts"] = res["cycles"]
                 else:
-                    n = len(bytes.fromhex(job["image"])) or self.smem_bytes
-                    produced[k] = {"smem": emitted_image(rec.raw, bytes.fromhex(res["dump"])[:n]),
-                                   "wavefronts": res["cycles"]}
+                    produced[k] = {"wavefronts": res["cycles"]}
+                    if "dump" in res:
+                        n = len(bytes.fromhex(job["image"])) or self.smem_bytes
+                        produced[k]["smem"] = emitted_image(rec.raw, bytes.fromhex(res["dump"])[:n])
                 # where it ran, for failure messages (not part of an emitted record)
                 produced[k]["_at"] = {"accepted": res["accepted"], "done": res["done"]}
         return produced

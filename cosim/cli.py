@@ -150,8 +150,9 @@ def _rtl_backend(args, records):
               file=sys.stderr)
         return None
     size = args.smem_bytes or RtlBackend.smem_bytes_for(records)
+    # a store's image is read back when its record expects one or the replay emits what it produced
     return RtlBackend(sim=args.sim, policy=args.policy, waves=args.waves, smem_bytes=size, progress=True,
-                      build_root=args.build_dir)
+                      build_root=args.build_dir, images=bool(getattr(args, "emit", None)))
 
 
 def _side_file(args) -> str | None:

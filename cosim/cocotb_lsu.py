@@ -17,7 +17,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from .drivers import ResultMonitor, StreamSink, StreamSource, hold_idle
-from .layout import GMEM_BYTES, Layout
+from .layout import GMEM_BYTES, KnownImage, Layout
 
 # cocotbext-axi 0.1.28 and cocotb-bus 0.3.0 work with cocotb 2.1 but still call the APIs it
 # deprecates: those warnings, raised from their modules, and no others, are ignored
@@ -33,8 +33,7 @@ class TB:
         self.idle, self.bp = idle, backpressure
         self.ports: dict = {}       # the streams' drivers, made as first used
         self.cycle = 0
-        self.mem = bytearray(layout.smem_bytes)  # what the banks hold, as far as the TB knows
-        self.known = False
+        self.image = KnownImage(layout.smem_bytes, layout.line_bytes)   # what the banks hold, as far as known
         dut.smem_size.value = layout.smem_bytes
         Clock(dut.clk, 10, unit="ns").start()
         cocotb.start_soon(self._count())
@@ -102,15 +101,8 @@ class TB:
 
     async def load_image(self, image: bytes):
         """Fill the lines whose contents differ from ``image`` (zero-padded)."""
-        lb = self.lay.line_bytes
-        new = bytearray(self.lay.smem_bytes)
-        new[:len(image)] = image
-        for line in range(self.lay.smem_bytes // lb):
-            chunk = new[line * lb:(line + 1) * lb]
-            if self.known and chunk == self.mem[line * lb:(line + 1) * lb]:
-                continue
-            await self.put("fill", self.lay.pack_fill(line, bytes(chunk)))
-        self.mem, self.known = new, True
+        for line, chunk in self.image.fill(image):
+            await self.put("fill", self.lay.pack_fill(line, chunk))
 
     async def dump_lines(self, n: int) -> bytes:
         out = bytearray()
@@ -241,7 +233,7 @@ class TB:
         res = {**copies[0], "copies": copies, "latency": copies[0]["done"] - copies[0]["accepted"]}
         if behind is not None:
             res["after"] = await behind
-            self.known = False
+            self.image.known = False
         if job.get("dump_lines"):
             res["dump"] = (await self.dump_lines(job["dump_lines"])).hex()
         if job.get("tmem_dump", True):
@@ -267,7 +259,7 @@ class TB:
         if "burst" in job:
             if job.get("image") is not None:
                 await self.load_image(bytes.fromhex(job["image"]))
-            self.known = False
+            self.image.forget(job)
             res: dict = {"burst": await self.stream(job["burst"], "instr", self.pack, "store", self.collect)}
             if job.get("dump_lines"):
                 res["dump"] = (await self.dump_lines(job["dump_lines"])).hex()
@@ -291,9 +283,9 @@ class TB:
         if job.get("dump_lines"):
             dumped = await self.dump_lines(job["dump_lines"])
             res["dump"] = dumped.hex()
-            self.mem[:len(dumped)] = dumped
+            self.image.read_back(dumped)
         if "store" in job and job.get("dump_lines", 0) * self.lay.line_bytes < self.lay.smem_bytes:
-            self.known = False  # a store may have changed lines the TB did not read back
+            self.image.forget(job)  # a store may have changed lines the TB did not read back
         return res
 
 

@@ -4,6 +4,7 @@ it."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 __all__ = ["Layout", "GMEM_AT", "GMEM_BYTES"]
@@ -96,10 +97,13 @@ class Layout:
             addr = [addr] * self.lanes
         v = form
         mask = (1 << self.addr_bits) - 1
-        for i, a in enumerate(addr):
-            # addresses that do not fit the operand become the last one (out of range)
-            a = a if 0 <= a <= mask else mask
-            v |= a << (self.form_bits + self.addr_bits * i)
+        if self.addr_bits == 32 and 0 <= min(addr) and max(addr) <= mask:
+            v |= int.from_bytes(struct.pack(f"<{len(addr)}I", *addr), "little") << self.form_bits
+        else:
+            for i, a in enumerate(addr):
+                # addresses that do not fit the operand become the last one (out of range)
+                a = a if 0 <= a <= mask else mask
+                v |= a << (self.form_bits + self.addr_bits * i)
         stride = stride if 0 <= stride <= mask else mask
         return v | stride << (self.form_bits + self.addr_bits * self.lanes) | space << self.instr_space
 
@@ -115,3 +119,38 @@ class Layout:
                 "last": (v >> self.result_last) & 1,
                 "regs": (v >> self.result_regs) & ((1 << self.regs_bits) - 1),
                 "cycles": (v >> self.result_cycles) & ((1 << self.cycle_bits) - 1)}
+
+
+class KnownImage:
+    """What a testbench knows the unit's shared memory holds, so that a fill writes only the
+    lines that differ from it. A job that may have written memory makes lines unknown: those its
+    ``writes`` names (the lines of its stores' rows), or all of them when it names none."""
+
+    def __init__(self, smem_bytes: int, line_bytes: int):
+        self.mem, self.line_bytes = bytearray(smem_bytes), line_bytes
+        self.known = False                  # False: no line is known
+        self.stale: set[int] = set()        # lines a store may have changed since
+
+    def fill(self, image: bytes) -> list[tuple[int, bytes]]:
+        """The (line, contents) to write for memory to hold ``image`` (zero-padded); from then
+        on it is known to."""
+        lb, new = self.line_bytes, bytearray(len(self.mem))
+        new[:len(image)] = image
+        out = [(line, bytes(new[at:at + lb])) for line, at in enumerate(range(0, len(new), lb))
+               if not self.known or line in self.stale or new[at:at + lb] != self.mem[at:at + lb]]
+        self.mem, self.known = new, True
+        self.stale.clear()
+        return out
+
+    def forget(self, job: dict) -> None:
+        """``job`` ran and may have written memory where it did not read it back."""
+        writes = job.get("writes")
+        if writes is None:
+            self.known = False
+        else:
+            self.stale.update(writes)
+
+    def read_back(self, dumped: bytes) -> None:
+        """The first lines of memory, as a dump read them."""
+        self.mem[:len(dumped)] = dumped
+        self.stale -= set(range(-(-len(dumped) // self.line_bytes)))

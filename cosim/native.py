@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from amaranth import Shape
 
-from .layout import GMEM_BYTES, Layout
+from .layout import GMEM_BYTES, KnownImage, Layout
 
 __all__ = ["AxiMemory", "NativeBench", "verilator_bin"]
 
@@ -208,8 +208,11 @@ def _verilator() -> str:
 
 
 def _writes(job: dict) -> bool:
-    """Whether a job may write a memory (shared memory or a quadrant): a store, a copy, a
-    stream of them."""
+    """Whether a later fill must wait for this job's replies: it may write a memory (a store, a
+    copy, a stream of them) and what it wrote is known only once it is read back; not a job
+    that names the shared lines it may write (``writes``) and reads nothing back."""
+    if "writes" in job and not job.get("dump_lines") and not any(k in job for k in ("cp", "tmem")):
+        return False
     return any(k in job for k in ("store", "burst", "cp", "tmem"))
 
 
@@ -224,6 +227,15 @@ def _then(decode, after):
 
 def _u32(*words: int) -> bytes:
     return struct.pack(f"<{len(words)}I", *(w & 0xFFFFFFFF for w in words))
+
+
+def _field(beats: np.ndarray, off: int, width: int) -> np.ndarray:
+    """``width`` bits (at most 32) at ``off`` of every beat (rows of words, little-endian)."""
+    k, shift = divmod(off, 32)
+    v = beats[:, k].astype(np.uint64)
+    if shift + width > 32:
+        v |= beats[:, k + 1].astype(np.uint64) << np.uint64(32)
+    return ((v >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
 
 
 def _bits(words: np.ndarray, off: int, width: int) -> int:
@@ -241,8 +253,7 @@ class _Host:
     def __init__(self, bench: NativeBench, pipe):
         self.lay, self.pipe = bench.lay, pipe
         lay = self.lay
-        self.mem = bytearray(lay.smem_bytes)
-        self.known = False
+        self.image = KnownImage(lay.smem_bytes, lay.line_bytes)
         self.smem_size = None     # the harness starts with 0: the first job sets it
         self.tmem: dict[int, bytes | None] = {q: None for q in range(4 if lay.tmem_columns else 0)}
         self.cycles, self.busy_s = 0, 0.0
@@ -296,13 +307,8 @@ class _Host:
         return v.to_bytes(4 * words, "little")
 
     def _fill_cmd(self, image: bytes) -> bytes:
-        lay, lb = self.lay, self.lay.line_bytes
-        new = bytearray(lay.smem_bytes)
-        new[:len(image)] = image
-        beats = [self._payload(lay.pack_fill(line, bytes(new[line * lb:(line + 1) * lb])), self.w_fill)
-                 for line in range(lay.smem_bytes // lb)
-                 if not (self.known and new[line * lb:(line + 1) * lb] == self.mem[line * lb:(line + 1) * lb])]
-        self.mem, self.known = new, True
+        lay = self.lay
+        beats = [self._payload(lay.pack_fill(line, chunk), self.w_fill) for line, chunk in self.image.fill(image)]
         return _u32(OP_PUT, SHARED, len(beats)) + b"".join(beats) if beats else b""
 
     def _tmem_fill_cmd(self, q: int, image: bytes) -> bytes:
@@ -345,30 +351,33 @@ class _Host:
         return self._stream(SHARED, after, packed, self.w_instr, stores, self.w_store)
 
     def _collect(self, taken, at, beats) -> list[dict]:
-        """Each instruction's result from its beats, as cocotb_lsu.TB.collect makes it."""
+        """Each instruction's result from its beats, as cocotb_lsu.TB.collect makes it (the
+        fields of all beats read at once)."""
         lay = self.lay
-        out, regs, data = [], {}, []
-        k = 0
-        for c, beat in zip(at, beats):
-            word = beat[:lay.lanes]
-            data.append(word)
-            mask = _bits(beat, lay.result_regs, lay.regs_bits)
-            for r in range(lay.regs_bits):
-                if mask >> r & 1:
-                    if r in regs:
-                        raise AssertionError(f"register {r} in two result beats")
-                    regs[r] = word
-            if _bits(beat, lay.result_last, 1):
-                if regs:
-                    if sorted(regs) != list(range(len(regs))):
-                        raise AssertionError(f"result beats named registers {sorted(regs)}")
-                    data = [regs[r] for r in range(len(regs))]
-                out.append({"beats": np.array(data, dtype=np.int64).tolist(),
-                            "error": _bits(beat, lay.result_error, lay.error_bits),
-                            "cycles": _bits(beat, lay.result_cycles, lay.cycle_bits),
-                            "done": int(c), "accepted": int(taken[k])})
-                regs, data = {}, []
-                k += 1
+        last = np.flatnonzero(_field(beats, lay.result_last, 1))
+        if not len(last):
+            return []
+        masks = _field(beats, lay.result_regs, lay.regs_bits).tolist()
+        errors = _field(beats[last], lay.result_error, lay.error_bits).tolist()
+        cycles = _field(beats[last], lay.result_cycles, lay.cycle_bits).tolist()
+        data = beats[:, :lay.lanes].astype(np.int64)
+        out, first = [], 0
+        for k, end in enumerate(last.tolist()):
+            regs: dict[int, int] = {}       # register -> the beat that carries it
+            for b in range(first, end + 1):
+                m, r = masks[b], 0
+                while m:
+                    if m & 1:
+                        if r in regs:
+                            raise AssertionError(f"register {r} in two result beats")
+                        regs[r] = b
+                    m, r = m >> 1, r + 1
+            if regs and sorted(regs) != list(range(len(regs))):
+                raise AssertionError(f"result beats named registers {sorted(regs)}")
+            rows = data[[regs[r] for r in range(len(regs))]] if regs else data[first:end + 1]
+            out.append({"beats": rows.tolist(), "error": errors[k], "cycles": cycles[k],
+                        "done": int(at[end]), "accepted": int(taken[k])})
+            first = end + 1
         return out
 
     def _tmem_results(self, taken, at, beats) -> list[dict]:
@@ -407,6 +416,11 @@ class _Host:
             return self._cp_job(job, cmd)
         if job.get("image") is not None:
             cmd += self._fill_cmd(bytes.fromhex(job["image"]))
+        # lines the job names as those it may write are stale for every later fill from now on;
+        # a job that names none makes all unknown once it has run
+        named = "writes" in job
+        if named:
+            self.image.forget(job)
         if "burst" in job:
             cmd += _u32(OP_STREAMS, 1) + self._shared_stream(job["burst"])
             dump = job.get("dump_lines")
@@ -414,7 +428,8 @@ class _Host:
                 cmd += self._dump_cmd(SHARED, dump)
 
             def decode_burst():
-                self.known = False
+                if not named:
+                    self.image.forget(job)
                 res = {"burst": self._collect(*self._streams([(SHARED, self.w_result)])[0])}
                 if dump:
                     res["dump"] = self._read_dump(self.w_dump, lay.line_bytes).hex()
@@ -427,14 +442,14 @@ class _Host:
         stored = "store" in job
 
         def decode_one():
-            if stored and dump * lay.line_bytes < lay.smem_bytes:
-                self.known = False   # a store may have changed lines the bench did not read back
+            if stored and not named and dump * lay.line_bytes < lay.smem_bytes:
+                self.image.forget(job)   # a store may have changed lines the bench did not read back
             res = self._collect(*self._streams([(SHARED, self.w_result)])[0])[0]
             res["latency"] = res["done"] - res["accepted"]
             if dump:
                 dumped = self._read_dump(self.w_dump, lay.line_bytes)
                 res["dump"] = dumped.hex()
-                self.mem[:len(dumped)] = dumped
+                self.image.read_back(dumped)
             return res
         return bytes(cmd), decode_one
 
@@ -486,7 +501,7 @@ class _Host:
 
         def decode():
             if after:
-                self.known = False
+                self.image.known = False
             self.tmem = dict.fromkeys(self.tmem)   # the copy wrote them: known again from the dumps
             groups = [(COPY, self.w_cpres)] + ([(SHARED, self.w_result)] if after else [])
             got = self._streams(groups)

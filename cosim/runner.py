@@ -115,17 +115,19 @@ def _ports_vlt(dut) -> str:
 
 def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1024,
           tmem_columns: int = 0, build_dir: Path | None = None, waves: bool = False,
-          optimize: bool = False, build_root: Path | None = None, progress: bool = False):
+          optimize: bool = False, build_root: Path | None = None, progress: bool = False,
+          params: dict | None = None):
     """Emit the Verilog and build the simulator; returns (runner, layout, build_dir). The unit
     has Tensor Memory of ``tmem_columns`` columns, or none when 0 (a smaller, faster build for
-    shared-memory work)."""
+    shared-memory work); ``params``: other :class:`~tensorlsu.hdl.params.Params` fields."""
     if sim not in SIMULATORS:
         raise ValueError(f"unknown simulator {sim!r} (expected one of {', '.join(SIMULATORS)})")
-    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns))
+    params = dict(params or {})
+    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns, **params))
     lay = layout_of(dut)
     # a waveform build differs (dump module, tracing): keep it in its own folder
     tag = ("_waves" if waves else "") + ("_opt" if optimize and sim == "verilator" else "")
-    tag += f"_tmem{tmem_columns}" if tmem_columns else ""
+    tag += (f"_tmem{tmem_columns}" if tmem_columns else "") + _params_tag(params)
     build_dir = Path(build_dir or Path(build_root or BUILD_ROOT) / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     with _locked(build_dir, fcntl.LOCK_EX), _Building(sim, build_dir, progress):   # one build at a time
@@ -251,6 +253,11 @@ class _Progress(threading.Thread):
                       flush=True)
 
 
+def _params_tag(params: dict) -> str:
+    """A build folder's suffix for its other parameters."""
+    return "".join(f"_{k}{v}" for k, v in sorted(params.items()))
+
+
 def build_native(*, policy: str = "h200", smem_bytes: int = 16 * 1024, tmem_columns: int = 0,
                  build_dir: Path | None = None, waves: bool = False, optimize: bool = False,
                  params: dict | None = None, build_root: Path | None = None, progress: bool = False):
@@ -259,7 +266,7 @@ def build_native(*, policy: str = "h200", smem_bytes: int = 16 * 1024, tmem_colu
     params = dict(params or {})
     dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns, **params))
     tag = ("_waves" if waves else "") + ("_opt" if optimize else "") + (f"_tmem{tmem_columns}" if tmem_columns else "")
-    tag += "".join(f"_{k}{v}" for k, v in sorted(params.items()))
+    tag += _params_tag(params)
     bdir = Path(build_dir or Path(build_root or BUILD_ROOT) / f"native_{policy}_{smem_bytes}{tag}").resolve()
     bdir.mkdir(parents=True, exist_ok=True)
     bench = NativeBench(dut, layout_of(dut), bdir, optimize=optimize, waves=waves)
@@ -281,10 +288,10 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
     when a step fails; ``progress`` says when the simulator is being built (a line every 20
     seconds) and how far a cocotb simulation is every 10 seconds. Builds go in a folder per
     configuration under ``build_root`` (default ``build``).
-    Native only: ``axi`` (:class:`.native.AxiMemory`) sets the AXI memory's latency, beat rate
-    and pauses (by default it pauses as often as ``backpressure``); ``on_result(k, result)``
-    takes each result as it comes (``jobs`` may then be a generator: nothing is kept);
-    ``params`` sets other build parameters of the unit."""
+    ``params`` sets other build parameters of the unit. Native only: ``axi``
+    (:class:`.native.AxiMemory`) sets the AXI memory's latency, beat rate and pauses (by default
+    it pauses as often as ``backpressure``); ``on_result(k, result)`` takes each result as it
+    comes (``jobs`` may then be a generator: nothing is kept)."""
     engine = engine or ("native" if sim == "verilator" else "cocotb")
     if engine not in ENGINES or engine == "native" and sim != "verilator":
         raise ValueError(f"no {engine!r} engine on {sim}")
@@ -297,11 +304,11 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
                             on_result=on_result)
         _say_waves(waves and progress, bench.dir, "native")
         return out
-    if axi is not None or on_result is not None or params:
-        raise ValueError("axi, on_result and params are the native engine's")
+    if axi is not None or on_result is not None:
+        raise ValueError("axi and on_result are the native engine's")
     runner, lay, bdir = build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns,
                               build_dir=build_dir, waves=waves, optimize=optimize, build_root=build_root,
-                              progress=progress)
+                              progress=progress, params=params)
     with _locked(bdir, fcntl.LOCK_SH), tempfile.TemporaryDirectory(dir=bdir) as d:
         jobs_path, res_path = Path(d) / "jobs.json", Path(d) / "results.json"
         jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": jobs}))

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -460,6 +461,71 @@ def _both(argv: list[str], args) -> int:
     return max(proc.returncode for proc in procs.values())
 
 
+@dataclass
+class Summary:
+    """What one regression run found: the per-form table, the coverage cells (Checker's), the
+    failures (the first ``Checker.keep``) and their count, and its seconds."""
+
+    instructions: int
+    failed: int
+    fails: list[str]
+    table: dict
+    coverage: dict
+    sim_s: float
+    wall_s: float
+
+
+def run(n: int, seed: int, policy: str, *, sim: str = "verilator", engine: str | None = None,
+        ports: bool = False, tmem_columns: int = 64, smem_bytes: int = 16 * 1024, idle: float = 0.2,
+        backpressure: float = 0.2, waves: bool = False, optimize: bool = True, progress: bool = True,
+        build_root=None, mutate: bool = False) -> Summary:
+    """One regression of ``n`` instructions from ``seed`` under ``policy``, checked as it runs
+    (native) or at its end (cocotb). ``optimize``: the native harness's optimized build (slower
+    to build, faster to run). ``mutate`` corrupts the model's shared memory before the last job's
+    read-back: a run that must fail, to test what reports a failure."""
+    engine = engine or ("native" if sim == "verilator" else "cocotb")
+    cols = tmem_columns if ports else 0
+    deck = Deck(n, seed, policy, smem_bytes, ports=ports, tmem_columns=tmem_columns)
+    check = Checker(policy)
+    t0 = time.perf_counter()
+    common = dict(sim=sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=cols, seed=seed, idle=idle,
+                  backpressure=backpressure, waves=waves, build_root=build_root)
+    if engine == "native":
+        # jobs made as the harness runs; each result checked as it comes, then dropped
+        expects: collections.deque = collections.deque()
+        last = [time.perf_counter()]
+
+        def jobs():
+            for job, exps in deck:
+                expects.append(exps)
+                yield job
+
+        def on_result(k, res):
+            check.job(res, expects.popleft())
+            if progress and time.perf_counter() - last[0] > 10:
+                last[0] = time.perf_counter()
+                print(f"  {check.instructions}/{n} instructions, {last[0] - t0:.0f} s, "
+                      f"{check.failed} failures", flush=True)
+        _, sim_s = run_jobs(jobs(), **common, optimize=optimize, on_result=on_result)
+    else:
+        jobs, expect = [], []
+        for job, exps in deck:
+            jobs.append(job)
+            expect.append(exps)
+        results, sim_s = run_jobs(jobs, **common, progress=progress, engine=engine)
+        for res, exps in zip(results, expect, strict=True):
+            check.job(res, exps)
+    final = deck.mem
+    if mutate:
+        final = final.copy()
+        final[0] ^= 1
+    check.final(final)
+    if check.instructions < n:
+        check._fail(f"{check.instructions} of {n} instructions were checked")
+    return Summary(check.instructions, check.failed, check.fails, dict(check.table), dict(check.coverage),
+                   sim_s, time.perf_counter() - t0)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=300)
@@ -481,53 +547,21 @@ def main(argv=None) -> int:
     if args.policy == "both":
         return _both(argv or sys.argv[1:], args)
     engine = args.engine or ("native" if args.sim == "verilator" else "cocotb")
-    cols = args.tmem_columns if args.ports else 0
-    deck = Deck(args.n, args.seed, args.policy, args.smem_bytes, ports=args.ports, tmem_columns=args.tmem_columns)
-    check = Checker(args.policy)
     print(f"regression: {args.n} instructions, {args.sim} ({engine}), {args.policy}, seed {args.seed}; "
           f"simulator logs in build/", flush=True)
-    t0 = time.perf_counter()
-    if engine == "native":
-        # jobs made as the harness runs; each result checked as it comes, then dropped
-        expects: collections.deque = collections.deque()
-        last = [time.perf_counter()]
-
-        def jobs():
-            for job, exps in deck:
-                expects.append(exps)
-                yield job
-
-        def on_result(k, res):
-            check.job(res, expects.popleft())
-            if time.perf_counter() - last[0] > 10:
-                last[0] = time.perf_counter()
-                print(f"  {check.instructions}/{args.n} instructions, {last[0] - t0:.0f} s, "
-                      f"{check.failed} failures", flush=True)
-        _, sim_s = run_jobs(jobs(), sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
-                            tmem_columns=cols, seed=args.seed, idle=args.idle, backpressure=args.backpressure,
-                            waves=args.waves, optimize=True, on_result=on_result)
-    else:
-        jobs, expect = [], []
-        for job, exps in deck:
-            jobs.append(job)
-            expect.append(exps)
-        results, sim_s = run_jobs(jobs, sim=args.sim, policy=args.policy, smem_bytes=args.smem_bytes,
-                                  tmem_columns=cols, seed=args.seed, idle=args.idle,
-                                  backpressure=args.backpressure, waves=args.waves, progress=True, engine=engine)
-        for res, exps in zip(results, expect, strict=True):
-            check.job(res, exps)
-    check.final(deck.mem)
-    print(format_table(check.table, "RTL regression form"))
-    print(coverage_text({args.policy: check.coverage}, args.ports))
+    s = run(args.n, args.seed, args.policy, sim=args.sim, engine=engine, ports=args.ports,
+            tmem_columns=args.tmem_columns, smem_bytes=args.smem_bytes, idle=args.idle,
+            backpressure=args.backpressure, waves=args.waves)
+    print(format_table(s.table, "RTL regression form"))
+    print(coverage_text({args.policy: s.coverage}, args.ports))
     if args.coverage_out:
-        Path(args.coverage_out).write_text(json.dumps([[*k, n] for k, n in check.coverage.items()]))
-    for f in check.fails[:20]:
+        Path(args.coverage_out).write_text(json.dumps([[*k, n] for k, n in s.coverage.items()]))
+    for f in s.fails[:20]:
         print("FAIL", f)
-    wall = time.perf_counter() - t0
-    print(f"regression: {args.n} instructions on {args.sim} ({engine}, {args.policy}), {check.failed} failures, "
-          f"{sim_s:.1f} s simulating, {args.n / sim_s:.0f} instructions/s; {wall:.1f} s in all, the build, "
-          f"the model's expectations and the checks included ({args.n / wall:.0f} instructions/s)")
-    return 1 if check.failed or check.instructions < args.n else 0
+    print(f"regression: {args.n} instructions on {args.sim} ({engine}, {args.policy}), {s.failed} failures, "
+          f"{s.sim_s:.1f} s simulating, {args.n / s.sim_s:.0f} instructions/s; {s.wall_s:.1f} s in all, the build, "
+          f"the model's expectations and the checks included ({args.n / s.wall_s:.0f} instructions/s)")
+    return 1 if s.failed else 0
 
 
 if __name__ == "__main__":

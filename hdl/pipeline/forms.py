@@ -83,10 +83,15 @@ _IDS = {_key(f): i for i, f in enumerate(FORMS)}
 def form_id(ins: Instr) -> int:
     """Form id of an instruction descriptor (a wmma.load's state space is the instruction's
     ``space`` field, not part of its form); ValueError for forms the unit lacks."""
-    try:
-        return _IDS[_key(ins)]
-    except KeyError:
-        raise ValueError(f"the load/store unit has no form {ins.form}") from None
+    fid = _form_id(ins)
+    if fid is None:
+        raise ValueError(f"the load/store unit has no form {ins.form}")
+    return fid
+
+
+@lru_cache(maxsize=1 << 12)
+def _form_id(ins: Instr) -> int | None:
+    return _IDS.get(_key(ins))      # a trace repeats its forms: each looked up once
 
 
 def _issue_order(ins: Instr) -> dict[tuple[int, int], int]:
