@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tensorlsu.sim.trace import format_table
+
 #: The most instructions one shard runs unless ``--shards`` says otherwise: about five minutes
 #: of the optimized native harness over every port on one core.
 SHARD_INSTRUCTIONS = 250_000
@@ -137,10 +139,13 @@ _RESULTS: dict = {}
 
 def merged(results: dict) -> dict:
     """The shards' summaries as one: instructions and failures per form, coverage per policy
-    (cells as lists, counts added), the failed shards with their seeds."""
+    (counts added) with the error codes of every form met and the levels, the failed shards
+    with their seeds."""
     table: dict = {}
     coverage: dict = {}
+    errors: dict = {}
     for props in results.values():
+        errors.update({(fam, form): tuple(errs) for fam, form, errs in props["errors"]})
         for form, (ok, bad) in props["table"].items():
             row = table.setdefault(form, [0, 0])
             row[0] += ok
@@ -151,21 +156,44 @@ def merged(results: dict) -> dict:
     return {"shards": len(results), "instructions": sum(p["instructions"] for p in results.values()),
             "failures": sum(p["failed"] for p in results.values()), "table": table, "coverage": coverage,
             "failed_shards": sorted((p["shard"], p["seed"], p["policy"]) for p in results.values() if p["failed"]),
-            "sim_s": round(sum(p["sim_s"] for p in results.values()), 1)}
+            "sim_s": round(sum(p["sim_s"] for p in results.values()), 1), "errors": errors,
+            "levels": next(iter(results.values()))["levels"]}
+
+
+def coverage_text(coverage: dict, errors: dict, levels: list[str], show: int = 60) -> str:
+    """The cells hit and the cells never hit of policy x every family's forms x its error codes
+    x the idle / back-pressure levels. ``coverage``: policy -> {(family, form, error, level):
+    count}; ``errors``: (family, form) -> the error codes of its cells (the forms counted are
+    those the run met)."""
+    cells = [(policy, fam, form, err, lv) for policy in coverage for (fam, form), errs in sorted(errors.items())
+             for err in errs for lv in levels]
+    missed = [c for c in cells if not coverage[c[0]].get(c[1:])]
+    out = [f"coverage: {len(cells) - len(missed)} of {len(cells)} cells (policy x family x form x error x "
+           f"idle/back-pressure level) hit, {len(missed)} never"]
+    by: Counter = Counter()
+    for policy, cov in coverage.items():
+        for (fam, _, err, _), n in cov.items():
+            by[(policy, fam, err)] += n
+    out.append("  instructions per policy, family and error: "
+               + ", ".join(f"{p} {f} {e} {n}" for (p, f, e), n in sorted(by.items())))
+    gaps = Counter((c[0], c[1], c[3]) for c in missed)
+    if gaps:
+        out.append("  cells never hit per policy, family and error: "
+                   + ", ".join(f"{p} {f} {e} {n}" for (p, f, e), n in sorted(gaps.items())))
+    out += [f"  never: {' | '.join(c)}" for c in missed[:show]]
+    if len(missed) > show:
+        out.append(f"  ... and {len(missed) - show} more")
+    return "\n".join(out)
 
 
 def pytest_terminal_summary(terminalreporter, config):
     if not _RESULTS or hasattr(config, "workerinput"):
         return
-    import sys
-    sys.path.insert(0, str(config.rootpath / "tb"))     # the test helpers: the coverage's cells
-    import regress
-    from tensorlsu.sim.trace import format_table
     m = merged(_RESULTS)
     w = terminalreporter
     w.section("merged regression")
     w.write_line(format_table(m["table"], "RTL regression form"))
-    w.write_line(regress.coverage_text(m["coverage"], config.getoption("--regress-ports")))
+    w.write_line(coverage_text(m["coverage"], m["errors"], m["levels"]))
     w.write_line(f"regression: {m['instructions']} instructions in {m['shards']} shards, {m['failures']} failures, "
                  f"{m['sim_s']} s simulating in all")
     for shard, seed, policy in m["failed_shards"]:
@@ -173,7 +201,8 @@ def pytest_terminal_summary(terminalreporter, config):
     out = Path(config.getoption("--regress-out") or config.rootpath / "build" / "regress")
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(
-        {k: v for k, v in m.items() if k != "coverage"} | {"commit": commit(config.rootpath)}, indent=1))
+        {k: v for k, v in m.items() if k not in ("coverage", "errors")} | {"commit": commit(config.rootpath)},
+        indent=1))
     (out / "coverage.json").write_text(json.dumps(
         {p: [[*cell, n] for cell, n in sorted(cov.items())] for p, cov in m["coverage"].items()}))
     w.write_line(f"merged summary and coverage: {out}/summary.json, {out}/coverage.json")

@@ -16,7 +16,10 @@ instructions (the banks are the bottleneck, as on the H200 at saturation).
 import argparse
 import json
 import random
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -536,9 +539,6 @@ def replay_speed(n: int = 20000) -> list[dict]:
     """``tensorlsu replay --backend rtl --sim verilator`` of address-only ldmatrix and stmatrix
     traces: the whole command's wall time on its second run (the build cached), reading,
     running and checking included."""
-    import subprocess
-    import tempfile
-    import time
     rows = []
     with tempfile.TemporaryDirectory() as d:
         for op in REPLAY_FORMS:

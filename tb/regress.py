@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import deck
+from tensorlsu.cosim import farm
 from tensorlsu.cosim.jobs import tmem_from_dumps, tmem_outcome
 from tensorlsu.cosim.layout import GMEM_AT
 from tensorlsu.cosim.runner import ENGINES, run_jobs
@@ -391,38 +392,23 @@ class Checker:
         if self.dump != final_mem.tobytes():
             self._fail("final shared-memory image differs from the model")
 
+def cell_errors(coverage: dict) -> dict:
+    """(family, form) -> the error codes its coverage cells count, for every form a policy's
+    coverage (a Checker's) met."""
+    met = {(fam, form) for cov in coverage.values() for fam, form, _, _ in cov}
+    return {(fam, form): deck.FAMILY_ERRORS[fam] + (("SPLIT",) if form.endswith("16x32bx2") else ())
+            for fam, form in met}
+
+
+def levels(ports: bool) -> list[str]:
+    """The idle / back-pressure levels of the coverage's cells."""
+    return list(deck.RATES) if ports else ["-"]
+
+
 def coverage_text(coverage: dict, ports: bool = True, show: int = 60) -> str:
-    """The cells hit and the cells never hit, of policy x every family's forms x its error codes
-    x the idle / back-pressure levels (the forms counted are those the run met); ``coverage``:
+    """The cells hit and never hit (:func:`tensorlsu.cosim.farm.coverage_text`) of ``coverage``:
     policy -> a Checker's coverage."""
-    levels = list(deck.RATES) if ports else ["-"]
-    forms_of = collections.defaultdict(set)
-    for cov in coverage.values():
-        for fam, form, _, _ in cov:
-            forms_of[fam].add(form)
-    cells = []
-    for policy in coverage:
-        for fam, fs in sorted(forms_of.items()):
-            for form in sorted(fs):
-                errors = deck.FAMILY_ERRORS[fam] + (("SPLIT",) if form.endswith("16x32bx2") else ())
-                cells += [(policy, fam, form, err, lv) for err in errors for lv in levels]
-    missed = [c for c in cells if not coverage[c[0]].get(c[1:])]
-    out = [f"coverage: {len(cells) - len(missed)} of {len(cells)} cells (policy x family x form x error x "
-           f"idle/back-pressure level) hit, {len(missed)} never"]
-    by = collections.Counter()
-    for policy, cov in coverage.items():
-        for (fam, _, err, _), n in cov.items():
-            by[(policy, fam, err)] += n
-    out.append("  instructions per policy, family and error: "
-               + ", ".join(f"{p} {f} {e} {n}" for (p, f, e), n in sorted(by.items())))
-    gaps = collections.Counter((c[0], c[1], c[3]) for c in missed)
-    if gaps:
-        out.append("  cells never hit per policy, family and error: "
-                   + ", ".join(f"{p} {f} {e} {n}" for (p, f, e), n in sorted(gaps.items())))
-    out += [f"  never: {' | '.join(c)}" for c in missed[:show]]
-    if len(missed) > show:
-        out.append(f"  ... and {len(missed) - show} more")
-    return "\n".join(out)
+    return farm.coverage_text(coverage, cell_errors(coverage), levels(ports), show)
 
 
 def compare(results, expect, final_mem, policy: str = "h200") -> tuple[dict, list[str]]:

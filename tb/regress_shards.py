@@ -26,6 +26,9 @@ def test_shard(shard, request, record_property):
     record_property("failed", s.failed)
     record_property("table", s.table)
     record_property("coverage", [[*cell, k] for cell, k in s.coverage.items()])
+    record_property("errors", [[fam, form, list(errs)] for (fam, form), errs in
+                               regress.cell_errors({policy: s.coverage}).items()])
+    record_property("levels", regress.levels(opt("--regress-ports")))
     record_property("sim_s", s.sim_s)
     assert not s.failed, (f"shard {shard} of {shards} (seed {seed}, {policy}): {s.failed} failures; "
                           f"alone: {farm.reproduce(request.config, shard)}\n" + "\n".join(s.fails[:20]))

@@ -4,6 +4,7 @@ The shared path on the quick native build (the one test_lsu_rtl.py builds), so t
 seconds of simulation."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -85,8 +86,11 @@ def test_a_host_on_another_commit_is_refused(tmp_path):
     # host reads them from its own clone)
     controller = ROOT / "build" / f"farm_{tmp_path.name}"
     controller.mkdir(parents=True, exist_ok=True)
-    run = _pytest(tmp_path / "out", "--dist", "load", "--tx", f"popen//chdir={clone}//python={sys.executable}",
-                  cwd=controller)
+    try:
+        run = _pytest(tmp_path / "out", "--dist", "load", "--tx", f"popen//chdir={clone}//python={sys.executable}",
+                      cwd=controller)
+    finally:
+        shutil.rmtree(controller)
     assert run.returncode != 0
     text = run.stdout + run.stderr
     assert "every host of a regression runs the same commit" in text and str(clone) in text

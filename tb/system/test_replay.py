@@ -1,6 +1,7 @@
 """Trace replay: the H200 vectors (hardware facts, data/) and the command line."""
 
 import json
+import random
 import subprocess
 import sys
 
@@ -10,8 +11,8 @@ import pytest
 from sasslines import B8_LINES, CASES, trace_text
 from conftest import DATA
 from tensorlsu.cosim import cli
-from tensorlsu.cosim.backend import RtlBackend
-from tensorlsu.sim import descriptor, ptx, trace
+from tensorlsu.cosim.backend import RtlBackend, _bursts
+from tensorlsu.sim import descriptor, model, ptx, trace
 
 GOLDEN = DATA / "h200_sm90.jsonl"
 
@@ -284,9 +285,6 @@ def test_address_only_stores_run_in_bursts_and_every_load_sees_its_own_image(tmp
     """Stores whose image nobody reads back run back to back with the loads of the same image;
     a load that reads a line a store before it wrote starts a new burst, so every record still
     sees its own image. Expected values: the model on each record alone."""
-    import random
-    from tensorlsu.cosim.backend import _bursts
-    from tensorlsu.sim import model
     rng = random.Random(4)
     image = bytes(rng.randrange(256) for _ in range(4096))
     st4, ld4 = "stmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
