@@ -52,8 +52,8 @@ class TmemLanesSpec(Elaboratable):
         for sig in phys + virt + [off, wide]:
             m.d.comb += sig.eq(AnySeq(len(sig)))
         m.d.comb += Assume(off <= HALF)
-        got_v = to_virtual(phys, off)
-        got_p = to_physical(virt, wide, off)
+        got_v = to_virtual(m, phys, off)
+        got_p = to_physical(m, virt, wide, off)
         for o in range(HALF + 1):
             with m.If(off == o):
                 for k in range(LANES):

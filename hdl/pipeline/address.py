@@ -31,15 +31,22 @@ def _carry_save(a, b, c):
     return a ^ b ^ c, ((a & b) | (a & c) | (b & c)) << 1
 
 
-def _reduce(terms: list, width: int) -> list:
+def _reduce(m: Module, terms: list, width: int, name: str) -> list:
     """``terms`` as two vectors of the same sum modulo ``2 ** width``: layers of full adders,
-    each taking the terms three by three (a Wallace tree)."""
+    each taking the terms three by three (a Wallace tree). Each layer's vectors are signals:
+    a term feeds three gates of the next layer, and an expression shared that way would be
+    copied into each of them when the design is lowered (3 ** depth copies)."""
     terms = [Value.cast(t)[:width] for t in terms]
+    depth = 0
     while len(terms) > 2:
         layer = []
         for k in range(0, len(terms) - 2, 3):
-            layer += [v[:width] for v in _carry_save(*terms[k:k + 3])]
+            for half, v in zip(("sum", "carry"), _carry_save(*terms[k:k + 3])):
+                sig = Signal(width, name=f"{name}_l{depth}_{k // 3}_{half}")
+                m.d.comb += sig.eq(v[:width])
+                layer.append(sig)
         terms = layer + terms[len(terms) // 3 * 3:]
+        depth += 1
     return terms + [0] * (2 - len(terms))
 
 
@@ -108,7 +115,7 @@ class AddressStage(wiring.Component):
                     terms = [(line * ps.stride_bytes)[:aw], (ps.base + chunk_offset)[:aw]]
                 else:
                     terms = [Mux(line[j], (ps.stride_bytes << j)[:aw], 0) for j in range(len(line))]
-                    terms = _reduce(terms + [ps.base, chunk_offset], aw)
+                    terms = _reduce(m, terms + [ps.base, chunk_offset], aw, f"x1_slot{s}")
                 m.d.sync += [x1_sum[s].eq(Mux(wmma, terms[0], ps.pass_.addr[s])),
                              x1_carry[s].eq(Mux(wmma, terms[1], 0))]
         # X2: one adder a slot

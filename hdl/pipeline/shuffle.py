@@ -421,7 +421,9 @@ class StoreShuffle(wiring.Component):
                         for r in range(forms.info(f).nregs):
                             with m.Case(r):
                                 m.d.comb += self.group.eq(r)
-        flat = Cat(*[self.data[t] for t in range(self.lanes)])
+        # the lanes' bytes as slices of the port itself (of a concatenation, each slice would
+        # copy the whole of it when the design is lowered)
+        flat = self.data.as_value()
         lane_byte = [flat[8 * i:8 * i + 8] for i in range(4 * self.lanes)]
         where = [{(row, byte): i for i, (row, byte) in enumerate(p)} for p in patterns]
         for j in range(GROUP_ROWS):

@@ -166,24 +166,27 @@ class BankStage(wiring.Component):
                          s["lastwin"].eq(c.lastwin), s["at_last"].eq(c.lastwin == 0), s["cost"].eq(tk.pass_.cost),
                          s["final"].eq(c.final), s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
             if p.precompare:
-                tsq, tsl = self._pairs(tk.pass_.addr[:W])
+                tsq, tsl = self._pairs(m, tk.pass_.addr[:W], "f_take")
                 m.d.sync += [s["same_quad"].eq(tsq), s["same_line"].eq(tsl), s["empty"].eq(c.used[:W] == 0),
                              s["clash"].eq(self._clash(c.used[:W], tsq, tsl))]
         return m
 
     # -- the window ------------------------------------------------------------------------
-    def _pairs(self, rows):
-        """Which pairs of ``rows`` share a quad, and which an address (bit ``pair(i, j)``)."""
+    def _pairs(self, m, rows, name):
+        """Which pairs of ``rows`` share a quad, and which an address (bit ``pair(i, j)``), as
+        signals: each bit feeds both vectors and the clash, and an expression would be copied
+        into every use when the design is lowered."""
         W, qb = self.params.window, self.params.quad_bits
         npairs = W * (W - 1) // 2
-        sq, sl = [None] * npairs, [None] * npairs
+        same_quad = Signal(npairs, name=f"{name}_same_quad")
+        same_line = Signal(npairs, name=f"{name}_same_line")
         for i in range(W):
             for j in range(i):
                 a, b = rows[i][:self.params.smem_addr_bits], rows[j][:self.params.smem_addr_bits]
                 k = BankScheduler.pair(i, j)
-                sq[k] = a[4:4 + qb] == b[4:4 + qb]
-                sl[k] = sq[k] & (a[4 + qb:] == b[4 + qb:])
-        return Cat(*sq), Cat(*sl)
+                m.d.comb += [same_quad[k].eq(a[4:4 + qb] == b[4:4 + qb]),
+                             same_line[k].eq(same_quad[k] & (a[4 + qb:] == b[4 + qb:]))]
+        return same_quad, same_line
 
     def _clash(self, pend, sq, sl):
         """Two of the rows ``pend`` want different lines of one quad: the window is not served
@@ -255,7 +258,7 @@ class BankStage(wiring.Component):
             m.d.sync += [s["win"].eq(s["win"] + 1), s["at_last"].eq(s["win"] + 1 == s["lastwin"])]
             m.d.sync += [addr[i].eq(addr[i + W]) for i in range(R - W)]
             if p.precompare:
-                nsq, nsl = self._pairs(addr[W:2 * W])
+                nsq, nsl = self._pairs(m, addr[W:2 * W], "f_next")
                 m.d.sync += [s["same_quad"].eq(nsq), s["same_line"].eq(nsl), s["empty"].eq(pending[W:2 * W] == 0),
                              s["clash"].eq(self._clash(pending[W:2 * W], nsq, nsl))]
         if p.precompare:

@@ -82,8 +82,8 @@ class TmemGather(wiring.Component):
         # valids elsewhere do), which keeps them off the reset's fanout tree
         virt = [[Signal(32, name=f"virt{k}_{lane}", reset_less=True) for lane in range(LANES)] for k in range(ports)]
         for k in range(ports):
-            rotated = to_virtual([self.words[k][32 * lane:32 * lane + 32] for lane in range(LANES)],
-                                 self.lane_off)
+            rotated = to_virtual(m, [self.words[k][32 * lane:32 * lane + 32] for lane in range(LANES)],
+                                 self.lane_off, f"rotate{k}")
             with m.If(self.load):
                 m.d.sync += [virt[k][lane].eq(rotated[lane]) for lane in range(LANES)]
         cands, table = sources(self.banks)

@@ -12,7 +12,7 @@ synthesis and in proofs).
 
 from __future__ import annotations
 
-from amaranth import Const, Mux
+from amaranth import Const, Mux, Signal, Value
 
 from .records import LANES
 
@@ -25,23 +25,41 @@ OFFSETS = HALF + 1
 OFFSET_BITS = (OFFSETS - 1).bit_length()
 
 
-def to_virtual(phys, lane_off):
+def _named(m, values, name):
+    """Each of a stage's new values (``None`` and the inputs passed on stay) as a signal: a lane
+    feeds two multiplexers of the next stage, and an expression would be copied into both
+    when the design is lowered (2 ** stages copies)."""
+    out = []
+    for k, v in enumerate(values):
+        if v is None or isinstance(v, (Const, Signal)):
+            out.append(v)
+            continue
+        sig = Signal(len(Value.cast(v)), name=f"{name}{k}")
+        m.d.comb += sig.eq(v)
+        out.append(sig)
+    return out
+
+
+def to_virtual(m, phys, lane_off, name="to_virtual"):
     """Virtual lane ``k`` of a word read from the memory (``phys``: its 32 lanes): physical
     lane ``lane_off + k`` for k < 16 (the 16-lane forms use these only); lanes 16 … 31 are
-    32x32b's, unmoved. ``lane_off`` past 16 gives lanes of no use."""
+    32x32b's, unmoved. ``lane_off`` past 16 gives lanes of no use. Each stage's lanes are
+    signals of ``m`` named ``name``."""
     x = list(phys)
     # highest bit first: after the stage of bit i, the lower bits move at most 2**i - 1 more
     for i in reversed(range(OFFSET_BITS)):
         step, need = 1 << i, HALF + (1 << i) - 1
-        x = [Mux(lane_off[i], x[k + step], x[k]) if k < need and k + step < LANES else x[k]
-             for k in range(LANES)]
+        moved = [Mux(lane_off[i], x[k + step], x[k]) if k < need and k + step < LANES else None
+                 for k in range(LANES)]
+        x = [x[k] if v is None else v for k, v in enumerate(_named(m, moved, f"{name}_s{i}_"))]
     return x[:HALF] + list(phys[HALF:])
 
 
-def to_physical(virt, wide, lane_off):
+def to_physical(m, virt, wide, lane_off, name="to_physical"):
     """Physical lane ``L`` of a word to write (``virt``: per virtual lane): virtual lane
     ``L − lane_off`` of a 16-lane form, or lane ``L`` itself when ``wide`` (32x32b). Returns
-    (value, reached) per lane, ``reached``: the form reaches the lane."""
+    (value, reached) per lane, ``reached``: the form reaches the lane. Each stage's lanes are
+    signals of ``m`` named ``name``."""
     x = list(virt[:HALF]) + [None] * HALF
     reached = [Const(1, 1)] * HALF + [Const(0, 1)] * HALF
     # lowest bit first: after the stage of bit i, lanes up to 15 + 2**(i+1) - 1 can be reached
@@ -61,6 +79,6 @@ def to_physical(virt, wide, lane_off):
             else:
                 nx.append(Mux(lane_off[i], x[k - step], x[k]))
                 nr.append(Mux(lane_off[i], reached[k - step], reached[k]))
-        x, reached = nx, nr
+        x, reached = _named(m, nx, f"{name}_s{i}_"), _named(m, nr, f"{name}_s{i}_reached")
     inside = [(r & (lane_off <= HALF)) for r in reached]
     return [(Mux(wide, virt[k], x[k] if x[k] is not None else 0), wide | inside[k]) for k in range(LANES)]

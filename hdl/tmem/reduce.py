@@ -33,9 +33,11 @@ def order_key(m, v, red_type, name):
     −0.0 below +0.0; s32 by sign; u32 as is): the sign bit flipped for f32 and s32, and the
     other bits of a negative f32 inverted."""
     k = Signal(32, name=f"key_{name}")
+    # a signal: replicated, an expression would be copied 31 times when the design is lowered
+    invert = Signal(name=f"key_{name}_invert")
     f32 = red_type == RedType.F32
     signed_ = f32 | (red_type == RedType.S32)
-    m.d.comb += k.eq(Cat(v[:31] ^ (f32 & v[31]).replicate(31), v[31] ^ signed_))
+    m.d.comb += [invert.eq(f32 & v[31]), k.eq(Cat(v[:31] ^ invert.replicate(31), v[31] ^ signed_))]
     return k
 
 
@@ -65,8 +67,9 @@ class TmemReduce(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        f32 = self.red_type == RedType.F32
-        signed_ = f32 | (self.red_type == RedType.S32)
+        # the type's flags as signals: each feeds every lane
+        f32, signed_ = Signal(name="red_f32"), Signal(name="red_signed")
+        m.d.comb += [f32.eq(self.red_type == RedType.F32), signed_.eq(f32 | (self.red_type == RedType.S32))]
 
         # the keys are kept inverted for a .max, so that the better of two is always the less
         # (no XOR after the comparator); equal keys are equal values, so taking either is the same
@@ -118,7 +121,8 @@ class TmemReduce(wiring.Component):
             # the kept value from its key (the key's transform is its own inverse but for the
             # sign bit, read back first)
             key = best ^ flip
-            sign = key[31] ^ signed_
-            value = Cat(key[:31] ^ (f32 & sign).replicate(31), sign)
+            sign, invert = Signal(name=f"red_sign{t}"), Signal(name=f"red_invert{t}")
+            m.d.comb += [sign.eq(key[31] ^ signed_), invert.eq(f32 & sign)]
+            value = Cat(key[:31] ^ invert.replicate(31), sign)
             m.d.comb += self.redval[t].eq(Mux(nan_in & (self.nan | ~seen), CANONICAL_NAN, value))
         return m

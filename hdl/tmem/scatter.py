@@ -110,8 +110,8 @@ class TmemScatter(wiring.Component):
                         m.d.comb += on.eq(sel != n)
                 virt_word.append(word)
                 virt_on.append(on)
-            placed = to_physical(virt_word, self.wide, self.lane_off)
-            enables = to_physical(virt_on, self.wide, self.lane_off)
+            placed = to_physical(m, virt_word, self.wide, self.lane_off, f"placed{k}_")
+            enables = to_physical(m, virt_on, self.wide, self.lane_off, f"enables{k}_")
             for lane in range(LANES):
                 m.d.comb += [self.words[k][32 * lane:32 * lane + 32].eq(placed[lane][0]),
                              self.lanes[k][lane].eq(enables[lane][0] & enables[lane][1])]
