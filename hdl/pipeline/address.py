@@ -106,16 +106,20 @@ class AddressStage(wiring.Component):
         ps = inp.payload
         wmma = ps.pass_.consts.wmma
         chunks = slot_chunks(R)
+        # (the tree's signals are assigned outside the take: a combinational assignment under
+        # an If would also gate every layer with the take)
+        slot_terms = []
+        for s in range(R):
+            line = getattr(ps.index, f"line{s}")
+            chunk_offset = mux_tree(getattr(ps.index, f"chunk{s}"), [c * ROW_BYTES for c in chunks[s]])
+            if p.dsp_multipliers:
+                slot_terms.append([(line * ps.stride_bytes)[:aw], (ps.base + chunk_offset)[:aw]])
+            else:
+                terms = [Mux(line[j], (ps.stride_bytes << j)[:aw], 0) for j in range(len(line))]
+                slot_terms.append(_reduce(m, terms + [ps.base, chunk_offset], aw, f"x1_slot{s}"))
         with m.If(stages.take):
             m.d.sync += x1_pass.eq(ps.pass_)
-            for s in range(R):
-                line = getattr(ps.index, f"line{s}")
-                chunk_offset = mux_tree(getattr(ps.index, f"chunk{s}"), [c * ROW_BYTES for c in chunks[s]])
-                if p.dsp_multipliers:
-                    terms = [(line * ps.stride_bytes)[:aw], (ps.base + chunk_offset)[:aw]]
-                else:
-                    terms = [Mux(line[j], (ps.stride_bytes << j)[:aw], 0) for j in range(len(line))]
-                    terms = _reduce(m, terms + [ps.base, chunk_offset], aw, f"x1_slot{s}")
+            for s, terms in enumerate(slot_terms):
                 m.d.sync += [x1_sum[s].eq(Mux(wmma, terms[0], ps.pass_.addr[s])),
                              x1_carry[s].eq(Mux(wmma, terms[1], 0))]
         # X2: one adder a slot

@@ -158,6 +158,10 @@ class BankStage(wiring.Component):
         # the wide registers (the rows and their comparisons) and the pass's constants load
         # whenever the stage may take a pass, taken or not: their enable waits on the stage's
         # own finish, not on the take (what they hold while no pass is served is never read)
+        if p.precompare:
+            # (their signals assigned outside the enables: a combinational assignment under
+            # an If would also gate them with its condition)
+            tsq, tsl = self._pairs(m, tk.pass_.addr[:W], "f_take")
         with m.If(self.free):
             c = tk.pass_.consts
             m.d.sync += [s["addr"][i].eq(tk.pass_.addr[i]) for i in range(R)]
@@ -166,7 +170,6 @@ class BankStage(wiring.Component):
                          s["lastwin"].eq(c.lastwin), s["at_last"].eq(c.lastwin == 0), s["cost"].eq(tk.pass_.cost),
                          s["final"].eq(c.final), s["load"].eq(c.load), s["nregs"].eq(c.nregs), s["fmt"].eq(c.fmt)]
             if p.precompare:
-                tsq, tsl = self._pairs(m, tk.pass_.addr[:W], "f_take")
                 m.d.sync += [s["same_quad"].eq(tsq), s["same_line"].eq(tsl), s["empty"].eq(c.used[:W] == 0),
                              s["clash"].eq(self._clash(c.used[:W], tsq, tsl))]
         return m
@@ -254,11 +257,12 @@ class BankStage(wiring.Component):
             m.d.comb += s["finish"].eq(Mux(s["ok"], finish_if(1), finish_if(0)))
         else:
             m.d.comb += s["finish"].eq(last_done & ~Mux(s["count"], short1, short))
+        if p.precompare:
+            nsq, nsl = self._pairs(m, addr[W:2 * W], "f_next")
         with m.If(self.advance):
             m.d.sync += [s["win"].eq(s["win"] + 1), s["at_last"].eq(s["win"] + 1 == s["lastwin"])]
             m.d.sync += [addr[i].eq(addr[i + W]) for i in range(R - W)]
             if p.precompare:
-                nsq, nsl = self._pairs(m, addr[W:2 * W], "f_next")
                 m.d.sync += [s["same_quad"].eq(nsq), s["same_line"].eq(nsl), s["empty"].eq(pending[W:2 * W] == 0),
                              s["clash"].eq(self._clash(pending[W:2 * W], nsq, nsl))]
         if p.precompare:
