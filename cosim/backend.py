@@ -3,6 +3,8 @@ what the unit produced as the model's outcomes."""
 
 from __future__ import annotations
 
+import concurrent.futures
+
 from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.copy.records import instr_fields as cp_fields
 from tensorlsu.hdl.gmem.axi import AXI_PAGE
@@ -16,7 +18,7 @@ from tensorlsu.sim.trace import emitted_image
 
 from .jobs import quadrant_image, tmem_from_dumps, tmem_instr_job, tmem_outcome
 from .layout import GMEM_AT
-from .runner import run_jobs
+from .runner import prepare, run_jobs
 
 __all__ = ["RtlBackend"]
 
@@ -59,6 +61,21 @@ def _bursts(jobs: list[dict]) -> list[tuple[dict, int]]:
     return out
 
 
+def _slices(batches: list[tuple[dict, int]], n: int) -> list[list[tuple[dict, int]]]:
+    """The batches in at most ``n`` runs of consecutive ones, of about as many instructions
+    each (a job run alone counts as one)."""
+    total = sum(max(k, 1) for _, k in batches)
+    out: list[list[tuple[dict, int]]] = [[]]
+    done = 0
+    for b in batches:
+        # a new run where this batch would end further past the current run's share than short of it
+        if out[-1] and done + max(b[1], 1) / 2 > total * len(out) / n and len(out) < n:
+            out.append([])
+        out[-1].append(b)
+        done += max(b[1], 1)
+    return out
+
+
 def _instr(job: dict) -> dict:
     return {k: job[k] for k in ("form", "addr", "stride", "space", "store") if k in job}
 
@@ -91,7 +108,8 @@ class RtlBackend:
     simulation. tcgen05 records run in one simulation per Tensor Memory size (a record's
     ``tmem_cols``, 512 when absent: the unit is built with that many columns, so that its
     column check is the allocation's), the shared-memory records with the first of them, so
-    one unit runs every family. A record's global image goes into the testbench's AXI memory
+    one unit runs every family; with ``tmem_columns`` given, every record runs on a unit of that
+    many columns (0: none), and a tcgen05 record of another allocation is refused by name. A record's global image goes into the testbench's AXI memory
     (its page offset kept). Builds go under ``build_root`` (default ``build``), a folder per
     configuration; ``progress`` says when one is being built and how far a simulation is.
     """
@@ -99,9 +117,16 @@ class RtlBackend:
     name = "rtl"
 
     def __init__(self, sim: str = "icarus", policy: str = "h200", smem_bytes: int = 16 * 1024,
-                 waves: bool = False, progress: bool = False, build_root=None, images: bool = True):
+                 waves: bool = False, progress: bool = False, build_root=None, images: bool = True,
+                 engine: str | None = None, tmem_columns: int | None = None, processes: int = 1,
+                 optimize: bool | None = None):
         self.sim, self.policy, self.smem_bytes, self.waves = sim, policy, smem_bytes, waves
         self.progress, self.build_root, self.images = progress, build_root, images
+        if tmem_columns:
+            TmemParams(tmem_columns)        # a size the unit has, or ValueError naming why
+        if processes < 1:
+            raise ValueError(f"{processes} simulator processes: at least 1")
+        self.engine, self.tmem_columns, self.processes, self.optimize = engine, tmem_columns, processes, optimize
         self.seconds = 0.0
 
     @staticmethod
@@ -176,6 +201,15 @@ class RtlBackend:
     def tmem_cols(rec) -> int:
         return int(rec.raw.get("tmem_cols", TMEM_COLS))
 
+    def _unit_cols(self, rec) -> int:
+        """The record's allocation, which must be the unit's when the unit's size is given."""
+        cols = self.tmem_cols(rec)
+        if self.tmem_columns is not None and cols != self.tmem_columns:
+            unit = f"{self.tmem_columns} columns" if self.tmem_columns else "no Tensor Memory"
+            raise ValueError(f"{rec.ins.op}: the record's allocation of {cols} columns is not the unit's "
+                             f"({unit}: --tmem-columns)")
+        return cols
+
     def tmem_job(self, rec) -> dict:
         """A tcgen05 record as a job: all four quadrants' images in, the instruction on the
         port of its warp's quadrant; after a store, all four quadrants out."""
@@ -183,7 +217,7 @@ class RtlBackend:
         for k in ("taddr", "warp"):
             if not isinstance(r.get(k), int):
                 raise ValueError(f"{ins.op} needs an integer '{k}'")
-        taddr, warp, cols = r["taddr"], r["warp"], self.tmem_cols(rec)
+        taddr, warp, cols = r["taddr"], r["warp"], self._unit_cols(rec)
         if not 0 <= taddr < 1 << 32:
             raise ValueError(f"{ins.op}: taddr 0x{taddr:x} is not a 32-bit Tensor Memory address")
         if warp < 0:
@@ -218,7 +252,7 @@ class RtlBackend:
         if len(image) > self.smem_bytes:
             raise ValueError(f"shared image of {len(image)} bytes exceeds the unit's {self.smem_bytes}")
         try:
-            tm = model.tmem_image(bytes.fromhex(r.get("tmem", "")), self.tmem_cols(rec))
+            tm = model.tmem_image(bytes.fromhex(r.get("tmem", "")), self._unit_cols(rec))
         except model.ModelError as e:
             raise ValueError(str(e)) from None
         return {"cp": cp_fields(ins, r.get("desc"), r.get("taddr")), "image": image.hex(),
@@ -227,6 +261,8 @@ class RtlBackend:
 
     def groups(self, records) -> dict:
         """Record indices per Tensor Memory size of the unit that runs them (0: none)."""
+        if self.tmem_columns is not None:
+            return {self.tmem_columns: list(range(len(records)))}
 
         def valid(rec):
             try:
@@ -273,11 +309,12 @@ class RtlBackend:
             batches = _bursts(jobs)
             # a long run on Verilator takes the harness compiled with -O2: its build takes about
             # a minute longer, it simulates 20-40 times faster
-            ran, seconds = run_jobs([b for b, _ in batches], sim=self.sim, policy=self.policy,
-                                    progress=self.progress, build_root=self.build_root,
-                                    smem_bytes=self.smem_bytes, tmem_columns=tmem_columns,
-                                    waves=self.waves, optimize=len(jobs) >= OPTIMIZE_FROM,
-                                    params=self.family(records) if not tmem_columns else {})
+            optimize = len(jobs) >= OPTIMIZE_FROM if self.optimize is None else self.optimize
+            build = dict(sim=self.sim, policy=self.policy, progress=self.progress, build_root=self.build_root,
+                         smem_bytes=self.smem_bytes, tmem_columns=tmem_columns, waves=self.waves,
+                         optimize=optimize, engine=self.engine,
+                         params=self.family(records) if not tmem_columns else {})
+            ran, seconds = self._run(batches, build)
             results = [r for (_, n), res in zip(batches, ran) for r in (res["burst"] if n else [res])]
             self.seconds += seconds
             for k, job, res in zip(index, jobs, results):
@@ -307,6 +344,19 @@ class RtlBackend:
                 # where it ran, for failure messages (not part of an emitted record)
                 produced[k]["_at"] = {"accepted": res["accepted"], "done": res["done"]}
         return produced
+
+    def _run(self, batches: list[tuple[dict, int]], build: dict) -> tuple[list[dict], float]:
+        """The batches' results: in one simulation, or split in order over ``processes``
+        simulations of the same build at once (each job brings its images, so a slice runs on
+        its own); the seconds are the slowest slice's."""
+        # (a waveform is one simulation's)
+        slices = _slices(batches, 1 if self.waves else self.processes)
+        if len(slices) == 1:
+            return run_jobs([b for b, _ in batches], **build)
+        prepare(**build)        # built once, before the slices share it
+        with concurrent.futures.ThreadPoolExecutor(len(slices)) as pool:
+            done = list(pool.map(lambda part: run_jobs([b for b, _ in part], **build), slices))
+        return [r for res, _ in done for r in res], max(sec for _, sec in done)
 
     @staticmethod
     def _tmem_produced(rec, job, res, cols) -> dict:

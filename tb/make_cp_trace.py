@@ -11,7 +11,8 @@ padding random), under each swizzle; random starts, LBO / SBO, lane and column o
 with a base offset, some with ``[taddr+imm]`` or an immediate descriptor in the text, some over
 a nonzero Tensor Memory; and refusals: every descriptor field no copy may use, a start that
 breaks its swizzle row, a byte past shared memory, a column origin off 4, columns past the
-allocation, lanes past 127. All with a 32-column allocation (one unit builds for the file).
+allocation, lanes past 127. All with the 64-column allocation of data/sm100_tmem.jsonl (one unit
+builds for both files).
 
     python tb/make_cp_trace.py [--out data/sm100_cp.jsonl] [--seed 1]
 """
@@ -29,8 +30,8 @@ from tensorlsu.sim.ptx import CP_SHAPES
 FORMS = [("128x256b", None), ("4x256b", None), ("128x128b", None), ("64x128b", "warpx2::02_13"),
          ("64x128b", "warpx2::01_23"), ("32x128b", "warpx4")]
 TARGETS = ("sm_100a", "sm_103a", "sm_110a")
-#: The allocation of every record.
-COLS = 32
+#: The allocation of every record: data/sm100_tmem.jsonl's (make_tmem_trace.COLS).
+COLS = 64
 LANES = 128
 
 
@@ -133,7 +134,7 @@ def records(seed: int):
         (descriptor.encode(112, 0, 1024, 2), 0, "swizzle row"),
         (descriptor.encode(16, 0, 1024, 6), 0, "swizzle row"),
         (descriptor.encode(8192, 0, 1024), 0, "reaches past"),
-        (good, 2, "multiple of 4"), (good, 28, "columns"),
+        (good, 2, "multiple of 4"), (good, COLS - 4, "columns"),
         (good, 1 << 16, "beyond lane 127"),
     ]
     for desc, taddr, why in refusals:

@@ -466,8 +466,8 @@ def run(n: int, seed: int, policy: str, *, sim: str = "verilator", engine: str |
         backpressure: float = 0.2, waves: bool = False, optimize: bool = True, progress: bool = True,
         build_root=None, mutate: bool = False) -> Summary:
     """One regression of ``n`` instructions from ``seed`` under ``policy``, checked as it runs
-    (native) or at its end (cocotb). ``optimize``: the native harness's optimized build (slower
-    to build, faster to run). ``mutate`` corrupts the model's shared memory before the last job's
+    (native) or at its end (cocotb). ``optimize``: the optimized build (the native harness's -O2, cocotb's
+    Verilator model at -O1: slower to build, faster to run). ``mutate`` corrupts the model's shared memory before the last job's
     read-back: a run that must fail, to test what reports a failure."""
     engine = engine or ("native" if sim == "verilator" else "cocotb")
     cols = tmem_columns if ports else 0
@@ -498,7 +498,7 @@ def run(n: int, seed: int, policy: str, *, sim: str = "verilator", engine: str |
         for job, exps in deck:
             jobs.append(job)
             expect.append(exps)
-        results, sim_s = run_jobs(jobs, **common, progress=progress, engine=engine)
+        results, sim_s = run_jobs(jobs, **common, progress=progress, engine=engine, optimize=optimize)
         for res, exps in zip(results, expect, strict=True):
             check.job(res, exps)
     final = deck.mem

@@ -7,6 +7,7 @@ cycles after the read (their port contract), and nothing at any other cycle."""
 
 import json
 
+import make_cp_trace
 import numpy as np
 import pytest
 from conftest import DATA
@@ -23,7 +24,8 @@ RECORDS = [json.loads(line) for line in (DATA / "sm100_cp.jsonl").read_text().sp
 #: A record's expected refusal (the model's words) → the unit's code.
 CODES = {"descriptor": Error.DESCRIPTOR, "swizzle row": Error.MISALIGNED, "reaches past": Error.OUT_OF_RANGE,
          "multiple of 4": Error.MISALIGNED, "columns": Error.COLUMNS, "beyond lane": Error.LANES}
-COLS = 32
+#: the records' allocation
+COLS = make_cp_trace.COLS
 
 
 def _written(banks, half):

@@ -241,7 +241,7 @@ def test_tcgen05_cp_vectors_pass_and_are_what_the_writer_writes():
 def test_tcgen05_cp_record_names_a_wrong_byte(tmp_path):
     rec = json.loads((DATA / "sm100_cp.jsonl").read_text().splitlines()[0])
     want = bytearray.fromhex(rec["expect"]["tmem"])
-    want[4 * 32 * 5 + 3] ^= 0x10            # lane 5, column 0, byte 3
+    want[4 * make_cp_trace.COLS * 5 + 3] ^= 0x10      # lane 5, column 0, byte 3
     rec["expect"]["tmem"] = want.hex()
     p = tmp_path / "t.jsonl"
     p.write_text(json.dumps(rec) + "\n")
