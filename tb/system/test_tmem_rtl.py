@@ -9,6 +9,7 @@ test_model.py), applied per quadrant in each port's order.
 import json
 import random
 
+import make_cp_trace
 import numpy as np
 import pytest
 from conftest import DATA
@@ -161,17 +162,19 @@ def _cp_expect(rec):
 def test_tcgen05_cp_with_idle_and_back_pressure():
     """Copy records through the unit with idle cycles on every input stream and back-pressure on
     every output (the fills and dumps around them too): the same images and refusals."""
-    recs = [r for r in _cp_records() if r.raw["tmem_cols"] == 32][:24]
+    cols = make_cp_trace.COLS       # the copy records' allocation
+    recs = [r for r in _cp_records() if r.raw["tmem_cols"] == cols][:24]
+    assert len(recs) == 24
     backend = RtlBackend()
     jobs = [backend.cp_job(r) for r in recs]
-    results, _ = run_jobs(jobs, sim="icarus", smem_bytes=16 * 1024, tmem_columns=32, idle=0.3, backpressure=0.3,
+    results, _ = run_jobs(jobs, sim="icarus", smem_bytes=16 * 1024, tmem_columns=cols, idle=0.3, backpressure=0.3,
                           seed=5)
     for rec, res in zip(recs, results):
         want = _cp_expect(rec)
         if want is None:
             assert res["error"] != 0, rec.raw["instr"]
         else:
-            assert res["error"] == 0 and np.array_equal(tmem_from_dumps(res["tmem_dump"], 32), want), rec.raw["instr"]
+            assert res["error"] == 0 and np.array_equal(tmem_from_dumps(res["tmem_dump"], cols), want), rec.raw["instr"]
 
 
 def test_tcgen05_cp_ordering():
@@ -214,7 +217,7 @@ def test_one_bank_quadrants_against_the_model():
     rate) through the whole unit on Verilator: every copy record gives CUTLASS's image or its
     refusal, and random four-warp loads and stores with idle cycles and back-pressure equal the
     model's, results and images."""
-    cols = 32                   # the copy records' allocation
+    cols = make_cp_trace.COLS       # the copy records' allocation
     recs = [r for r in _cp_records() if r.raw["tmem_cols"] == cols]
     n = 40
     jobs, expect = _random_jobs(11, n, cols)
