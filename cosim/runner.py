@@ -126,17 +126,18 @@ def build(sim: str = "icarus", *, policy: str = "h200", smem_bytes: int = 16 * 1
     if sim not in SIMULATORS:
         raise ValueError(f"unknown simulator {sim!r} (expected one of {', '.join(SIMULATORS)})")
     params = dict(params or {})
-    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns, **params))
-    lay = layout_of(dut)
+    unit = Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns, **params)
     # a waveform build differs (dump module, tracing): keep it in its own folder
     tag = ("_waves" if waves else "") + ("_opt" if optimize and sim == "verilator" else "")
     tag += (f"_tmem{tmem_columns}" if tmem_columns else "") + _params_tag(params)
     build_dir = Path(build_dir or Path(build_root or BUILD_ROOT) / f"cosim_{sim}_{policy}_{smem_bytes}{tag}").resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
-    key = (build_dir, sim, repr(dut.params), waves, optimize)
+    key = (build_dir, sim, repr(unit), waves, optimize)
     if key not in _BUILT:
+        # the unit made only to be built (an elaboratable never elaborated is a warning)
+        dut = LoadStoreUnit(unit)
         with _locked(build_dir, fcntl.LOCK_EX), _Building(sim, build_dir, progress):   # one build at a time
-            _BUILT[key] = _build(sim, dut, lay, build_dir, waves, optimize)
+            _BUILT[key] = _build(sim, dut, layout_of(dut), build_dir, waves, optimize)
     runner, lay, build_dir = _BUILT[key]
     # a run sets the runner's attributes: a copy each, for runs at once in threads
     return copy.copy(runner), lay, build_dir
@@ -278,14 +279,15 @@ def build_native(*, policy: str = "h200", smem_bytes: int = 16 * 1024, tmem_colu
     """The native harness for this configuration of the unit, built (:mod:`.native`);
     ``params``: other :class:`~tensorlsu.hdl.params.Params` fields."""
     params = dict(params or {})
-    dut = LoadStoreUnit(Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns, **params))
+    unit = Params(smem_bytes=smem_bytes, schedule=Policy(policy), tmem_columns=tmem_columns, **params)
     tag = ("_waves" if waves else "") + ("_opt" if optimize else "") + (f"_tmem{tmem_columns}" if tmem_columns else "")
     tag += _params_tag(params)
     bdir = Path(build_dir or Path(build_root or BUILD_ROOT) / f"native_{policy}_{smem_bytes}{tag}").resolve()
     bdir.mkdir(parents=True, exist_ok=True)
-    key = (bdir, "native", repr(dut.params), waves, optimize)
+    key = (bdir, "native", repr(unit), waves, optimize)
     if key in _BUILT:
         return _BUILT[key]
+    dut = LoadStoreUnit(unit)
     bench = NativeBench(dut, layout_of(dut), bdir, optimize=optimize, waves=waves)
     with _locked(bdir, fcntl.LOCK_EX), _Building("verilator", bdir, progress):
         bench.build(unit_verilog(dut, waves), TOP)
@@ -300,12 +302,12 @@ def prepare(*, sim: str = "icarus", engine: str | None = None, policy: str = "h2
             progress: bool = False, params: dict | None = None, build_root: Path | None = None, **_) -> None:
     """Build what :func:`run_jobs` with these arguments runs, so that several runs at once
     share the build (the others of run_jobs's arguments are taken and unused)."""
-    common = dict(policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns, build_dir=build_dir,
-                  waves=waves, optimize=optimize, params=params, build_root=build_root, progress=progress)
     if (engine or ("native" if sim == "verilator" else "cocotb")) == "native":
-        build_native(**common)
+        build_native(policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns, build_dir=build_dir,
+                     waves=waves, optimize=optimize, params=params, build_root=build_root, progress=progress)
     else:
-        build(sim, **common)
+        build(sim, policy=policy, smem_bytes=smem_bytes, tmem_columns=tmem_columns, build_dir=build_dir,
+              waves=waves, optimize=optimize, params=params, build_root=build_root, progress=progress)
 
 
 def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
