@@ -48,6 +48,9 @@ def parser() -> argparse.ArgumentParser:
                          f"{FPGA_GLOBAL_PORT['axi_data_bits']} with --fpga)")
     ap.add_argument("--axi-outstanding", type=int, default=defaults.axi_outstanding,
                     help="read bursts the global port keeps in flight (1 ... 64)")
+    ap.add_argument("--axi-ids", type=int, default=defaults.axi_ids,
+                    help="AXI ids the bursts use in turn: 0 (the default) one per burst in flight, else a power "
+                         "of two dividing --axi-outstanding (an id's beats come back in order)")
     ap.add_argument("--axi-burst", type=int, default=defaults.axi_burst, help="beats of one burst at most (1 ... 16)")
     ap.add_argument("--axi-contexts", type=int,
                     help="global passes fetched at once (2, 4, 8, 16 or 32): the latency the port hides "
@@ -78,7 +81,7 @@ def params_from_args(args: argparse.Namespace) -> Params:
              if getattr(args, name) is not None}
     common = dict(banks=args.banks, bank_bytes=args.bank_bytes, smem_bytes=args.smem_bytes,
                   tmem_columns=args.tmem_columns, tmem_banks=args.tmem_banks,
-                  axi_outstanding=args.axi_outstanding, axi_burst=args.axi_burst,
+                  axi_outstanding=args.axi_outstanding, axi_ids=args.axi_ids, axi_burst=args.axi_burst,
                   global_base=args.global_base, global_bytes=args.global_bytes,
                   shared_window_base=args.shared_window_base, shared_window_bytes=args.shared_window_bytes, **given)
     if args.fpga:

@@ -106,7 +106,13 @@ class Params:
         Data width of the global-memory AXI4 read port: 512 (one 64-byte line a beat), 256 or
         128.
     axi_outstanding : int
-        Read bursts the global port keeps in flight (1 … 64; one AXI id each).
+        Read bursts the global port keeps in flight (1 … 64).
+    axi_ids : int
+        AXI ids the global port's bursts use in turn: 0 (the default) for one per burst in
+        flight, else a power of two that divides ``axi_outstanding`` (the bursts of one id are
+        the subordinate's to return in order). The port lands its passes in order, so from a
+        memory that interleaves the beats of all bursts it may, fewer ids than bursts keep it
+        from starving the oldest pass (docs/ports.md, the global port).
     axi_burst : int
         The most beats of one read burst (1 … 16).
     axi_contexts : int
@@ -155,6 +161,7 @@ class Params:
     tmem_banks: int = 2
     axi_data_bits: int = 512
     axi_outstanding: int = 4
+    axi_ids: int = 0
     axi_burst: int = 4
     axi_contexts: int = 4
     global_base: int = 0
@@ -207,6 +214,11 @@ class Params:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= most:
                 raise ValueError(f"{name} must be an integer from 1 to {most}, not {v!r}")
+        v = self.axi_ids
+        if isinstance(v, bool) or not isinstance(v, int) or not (
+                v == 0 or (v & (v - 1) == 0 and 0 < v <= self.axi_outstanding and self.axi_outstanding % v == 0)):
+            raise ValueError(f"axi_ids must be 0 (one per burst in flight) or a power of two that divides "
+                             f"axi_outstanding = {self.axi_outstanding}, not {v!r}")
         v = self.axi_contexts
         if isinstance(v, bool) or not isinstance(v, int) or v not in (2, 4, 8, 16, 32):
             raise ValueError(f"axi_contexts must be a power of two from 2 to 32, not {v!r}")
@@ -243,9 +255,14 @@ class Params:
         return self.tmem is not None
 
     @property
+    def axi_id_count(self) -> int:
+        """AXI ids of the global port: ``axi_ids``, or one per burst in flight."""
+        return self.axi_ids or self.axi_outstanding
+
+    @property
     def axi_id_bits(self) -> int:
-        """Width of the AXI ids of the global port: one id per outstanding burst."""
-        return max(1, (self.axi_outstanding - 1).bit_length())
+        """Width of the AXI ids of the global port."""
+        return max(1, (self.axi_id_count - 1).bit_length())
 
     @property
     def pass_queue_depth(self) -> int:

@@ -202,11 +202,14 @@ def bench_global(sim: str) -> list[dict]:
 
 #: the latency sweep: AXI read latencies (clocks from a burst's address to its first beat) and
 #: global ports (contexts, ids, burst), on contiguous fragments; the memory answers in order,
-#: and for the deepest port also with the beats of all due bursts interleaved at random
+#: and for the deepest port also with the beats of all due bursts interleaved at random (each
+#: id's in order)
 SWEEP_LATENCY = (2, 25, 50, 100, 200, 400)
 SWEEP_PORTS = ({**FPGA_GLOBAL_PORT, "axi_outstanding": 4, "axi_burst": 4},
                {"axi_contexts": 2, "axi_outstanding": 4, "axi_burst": 4},
                {"axi_contexts": 8, "axi_outstanding": 8, "axi_burst": 8}, DEEP_GLOBAL_PORT)
+#: the ports measured with the interleaving memory: an id per burst, and the bursts on two ids
+SWEEP_INTERLEAVED = (DEEP_GLOBAL_PORT, {**DEEP_GLOBAL_PORT, "axi_ids": 2})
 SWEEP_FORM = "wmma.load.a.sync.aligned.row.m16n16k16.global.f16"
 
 
@@ -214,7 +217,9 @@ def _port_name(port: dict, reorder: bool) -> str:
     bits = port.get("axi_data_bits", Params().axi_data_bits)
     return ((f"{bits}-bit (the FPGA build), " if port.get("axi_data_bits") == FPGA_GLOBAL_PORT["axi_data_bits"]
              else "" if bits == Params().axi_data_bits else f"{bits}-bit, ")
-            + f"{port['axi_contexts']} contexts, {port['axi_outstanding']} ids, bursts of {port['axi_burst']}"
+            + f"{port['axi_contexts']} contexts, "
+            + (f"{port['axi_outstanding']} bursts on {port['axi_ids']} ids" if port.get("axi_ids")
+               else f"{port['axi_outstanding']} ids") + f", bursts of {port['axi_burst']}"
             + (", beats in any order" if reorder else ""))
 
 
@@ -228,7 +233,7 @@ def bench_latency(n: int = 128) -> list[dict]:
     burst = [{"form": forms.form_id(ins), "addr": GMEM_AT + nbytes * k, "stride": inf.least,
               "space": Space.GLOBAL.value} for k in range(n)]
     rows = []
-    for port, reorder in [*((port, False) for port in SWEEP_PORTS), (DEEP_GLOBAL_PORT, True)]:
+    for port, reorder in [*((port, False) for port in SWEEP_PORTS), *((port, True) for port in SWEEP_INTERLEAVED)]:
         for lat in SWEEP_LATENCY:
             results, _ = run_jobs([{"burst": burst}], sim="verilator", optimize=True,
                                   axi=AxiMemory(latency=lat, reorder=reorder),
@@ -249,7 +254,8 @@ def latency_table(rows) -> str:
            "port), fragments back to back; "
            "the native harness's AXI memory answers a burst `latency` clocks after its address, then a "
            "beat a clock. Port beats per clock (limit 1; goal: 1 at 200 clocks) by the global port's "
-           "build (`axi_contexts`, `axi_outstanding`, `axi_burst`):\n\n"
+           "build (`axi_contexts`, `axi_outstanding`, `axi_ids`, `axi_burst`); \"beats in any order\": each beat from any "
+           "due burst that is the oldest of its id:\n\n"
            "| latency (clk) | " + " | ".join(ports) + " |\n|---|" + "---|" * len(ports) + "\n")
     for lat in sorted({r["latency"] for r in rows}):
         cells = [next(r for r in rows if r["latency"] == lat and r["port"] == o) for o in ports]

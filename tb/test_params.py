@@ -23,6 +23,14 @@ from tensorlsu.hdl.params import Params, TmemParams
     ({"axi_data_bits": 64}, "axi_data_bits must be 128, 256 or 512, not 64"),
     ({"axi_outstanding": 0}, "axi_outstanding must be an integer from 1 to 64, not 0"),
     ({"axi_outstanding": 65}, "axi_outstanding must be an integer from 1 to 64, not 65"),
+    ({"axi_ids": 3, "axi_outstanding": 12}, "axi_ids must be 0 (one per burst in flight) or a power of two that "
+                                            "divides axi_outstanding = 12, not 3"),
+    ({"axi_ids": 8}, "axi_ids must be 0 (one per burst in flight) or a power of two that divides "
+                     "axi_outstanding = 4, not 8"),
+    ({"axi_ids": 4, "axi_outstanding": 6}, "axi_ids must be 0 (one per burst in flight) or a power of two that "
+                                           "divides axi_outstanding = 6, not 4"),
+    ({"axi_ids": True}, "axi_ids must be 0 (one per burst in flight) or a power of two that divides "
+                        "axi_outstanding = 4, not True"),
     ({"axi_contexts": 3}, "axi_contexts must be a power of two from 2 to 32, not 3"),
     ({"axi_contexts": 64}, "axi_contexts must be a power of two from 2 to 32, not 64"),
     ({"axi_burst": 17}, "axi_burst must be an integer from 1 to 16, not 17"),
@@ -69,6 +77,9 @@ def test_the_unit_owns_its_tensor_memory_parameters():
     assert Params(tmem_columns=0).tmem is None
     # one AXI id per outstanding burst
     assert [Params(axi_outstanding=n).axi_id_bits for n in (1, 2, 4, 5, 16, 64)] == [1, 1, 2, 3, 4, 6]
+    # or fewer ids, each of several bursts in flight
+    assert [Params(axi_outstanding=32, axi_ids=n).axi_id_bits for n in (1, 2, 4, 32)] == [1, 1, 2, 5]
+    assert Params(axi_outstanding=32, axi_ids=4).axi_id_count == 4 and Params(axi_outstanding=5).axi_id_count == 5
     # the pass queue holds a pass per global context beside the served one
     assert [Params(axi_contexts=n).pass_queue_depth for n in (2, 4, 32)] == [2, 4, 32]
     assert Params(axi_contexts=8, global_bytes=0).pass_queue_depth == 2

@@ -30,8 +30,8 @@ class GlobalFetch(wiring.Component):
       yet requested names a data-width line (three steps: a request every other cycle at most);
       the burst takes that line and the following ones (up to ``axi_burst``, never across 4 KiB)
       while each holds a slot not yet requested, and marks every slot in them requested. So
-      every line the pass touches is read exactly once, in INCR bursts of full-width beats, one
-      burst per free id (``axi_outstanding``); a line the second pass of a 64-chunk fragment
+      every line the pass touches is read exactly once, in INCR bursts of full-width beats, up to
+      ``axi_outstanding`` in flight (on ``axi_ids`` ids in turn); a line the second pass of a 64-chunk fragment
       shares with the first is read once, for both (the twin,
       :class:`~tensorlsu.hdl.gmem.contexts.FetchContexts`).
     - **Data** (:class:`~tensorlsu.hdl.gmem.rows.FetchRows`, the slots' state in

@@ -34,9 +34,11 @@ class FetchRequests(wiring.Component):
     S chooses the next line in the cycle B's request leaves, from the slots not near B's line:
     those are the slots not covered unless a line inside the burst's reach breaks the run (a
     gap), and then S waits a cycle for the marks. Once context ``rq`` has nothing left, ``rq``
-    moves to the next context, unless that is the one the next pass takes (``alloc``). Ids
-    are used in turn (the next one a register, so the request's payload holds while it waits);
-    each id remembers its context and the line its next beat brings.
+    moves to the next context, unless that is the one the next pass takes (``alloc``). The
+    ``axi_outstanding`` bursts in flight are tags used in turn (the next one a register, so the
+    request's payload holds while it waits); each tag remembers its context and the line its
+    next beat brings. A burst's AXI id is its tag modulo ``axi_ids`` (with one id per tag, the
+    tag itself); a beat's tag is its id's oldest in flight.
 
     Latency: a request leaves three cycles after its slots become pending at the earliest,
     then every other cycle at most (a gap costs a cycle more); moving to the next context takes
@@ -199,28 +201,45 @@ class FetchRequests(wiring.Component):
         return m
 
     def _ids(self, m, sel_valid, req_line, beats, lb):
-        """The ids in turn, what each one's next beat brings, and the request on the channel."""
-        n = self.params.axi_outstanding
-        pb = (AXI_PAGE // (self.params.axi_data_bits // 8) - 1).bit_length()
-        busy_ids = Signal(n, name="g_busy_ids")
-        id_ctx = [Signal(range(self.params.axi_contexts), name=f"g_id{k}_ctx") for k in range(n)]
+        """The bursts in flight (``axi_outstanding`` tags, used in turn), what each one's next
+        beat brings, and the request on the channel. A burst's id is its tag modulo the ids:
+        the tags of one id go out in turn, and its beats come back in that order, so each id
+        keeps which of its tags is the oldest in flight (``g_rid<i>_head``)."""
+        p = self.params
+        n, ids = p.axi_outstanding, p.axi_id_count
+        pb = (AXI_PAGE // (p.axi_data_bits // 8) - 1).bit_length()
+        # (the names of the build with a tag per id, whose tags are its ids)
+        busy = Signal(n, name="g_busy_ids")
+        tag_ctx = [Signal(range(p.axi_contexts), name=f"g_id{k}_ctx") for k in range(n)]
         next_line = [Signal(len(self.beat_line), name=f"g_id{k}_line") for k in range(n)]
-        free_id = Signal(range(n), name="g_next_id")
-        m.d.comb += [self.arvalid.eq(sel_valid & ~busy_ids.bit_select(free_id, 1)), self.arid.eq(free_id),
+        free_tag = Signal(range(n), name="g_next_id")
+        if ids == n:
+            m.d.comb += self.arid.eq(free_tag)
+            beat_tag = self.rid
+        else:
+            id_bits = (ids - 1).bit_length()
+            heads = [Signal(range(n // ids), name=f"g_rid{i}_head") for i in range(ids)]
+            beat_tag = Signal(range(n), name="g_beat_tag")     # the burst of this cycle's beat
+            m.d.comb += [self.arid.eq(free_tag[:id_bits]),
+                         beat_tag.eq(Cat(self.rid[:id_bits], mux_tree(self.rid[:id_bits], heads)) if id_bits else heads[0])]
+            for i in range(ids):
+                with m.If(self.r_fire & self.rlast & (self.rid == i)):
+                    m.d.sync += heads[i].eq(Mux(heads[i] == n // ids - 1, 0, heads[i] + 1))
+        m.d.comb += [self.arvalid.eq(sel_valid & ~busy.bit_select(free_tag, 1)),
                      self.araddr.eq(req_line << lb), self.arlen.eq(beats - 1), self.arsize.eq(lb),
                      self.arburst.eq(1),                                      # INCR
                      self.ar.eq(self.arvalid & self.arready),
-                     self.beat_line.eq(mux_tree(self.rid, next_line)), self.beat_ctx.eq(mux_tree(self.rid, id_ctx)),
-                     self.inflight.eq(Cat(*[Cat(*[busy_ids[k] & (id_ctx[k] == c) for k in range(n)]).any()
-                                            for c in range(self.params.axi_contexts)]))]
+                     self.beat_line.eq(mux_tree(beat_tag, next_line)), self.beat_ctx.eq(mux_tree(beat_tag, tag_ctx)),
+                     self.inflight.eq(Cat(*[Cat(*[busy[k] & (tag_ctx[k] == c) for k in range(n)]).any()
+                                            for c in range(p.axi_contexts)]))]
         with m.If(self.ar):
-            m.d.sync += free_id.eq(Mux(free_id == n - 1, 0, free_id + 1))
+            m.d.sync += free_tag.eq(Mux(free_tag == n - 1, 0, free_tag + 1))
         for k in range(n):
-            with m.If(self.r_fire & (self.rid == k)):
+            with m.If(self.r_fire & (beat_tag == k)):
                 # a burst stays on its 4 KiB page: only the line's place in the page counts up
                 m.d.sync += next_line[k][:pb].eq(next_line[k][:pb] + 1)
-            with m.If(self.ar & (free_id == k)):
-                m.d.sync += [next_line[k].eq(req_line), id_ctx[k].eq(self.sel_ctx)]
+            with m.If(self.ar & (free_tag == k)):
+                m.d.sync += [next_line[k].eq(req_line), tag_ctx[k].eq(self.sel_ctx)]
         release = Signal(n)
-        m.d.comb += release.eq(Mux(self.r_fire & self.rlast, 1 << self.rid, 0))
-        m.d.sync += busy_ids.eq((busy_ids & ~release) | Mux(self.ar, 1 << free_id, 0))
+        m.d.comb += release.eq(Mux(self.r_fire & self.rlast, 1 << beat_tag, 0))
+        m.d.sync += busy.eq((busy & ~release) | Mux(self.ar, 1 << free_tag, 0))

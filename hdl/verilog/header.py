@@ -72,6 +72,7 @@ def header_text(dut, top: str) -> str:
         out += [f"`define {_PREFIX}_AXI_DATA_BITS {p.axi_data_bits}",
                 f"`define {_PREFIX}_AXI_ID_BITS {p.axi_id_bits}",
                 f"`define {_PREFIX}_AXI_OUTSTANDING {p.axi_outstanding}",
+                f"`define {_PREFIX}_AXI_IDS {p.axi_id_count}",
                 f"`define {_PREFIX}_AXI_BURST {p.axi_burst}",
                 f"`define {_PREFIX}_AXI_CONTEXTS {p.axi_contexts}"]
     if p.tmem is not None:

@@ -1,8 +1,8 @@
 """GlobalFetch alone (Amaranth's simulator) against an AXI4 subordinate written here from the
 AXI rules: every slot of a wmma.load pass lands with the row global memory holds there; every
 line the pass touches is read once, in INCR bursts of full-width beats that never cross 4 KiB,
-with no more bursts in flight than ids; beats come back in random order across ids, late and
-with random pauses; the passes queued behind the served one are fetched while it is served, up to
+with no more bursts in flight than the port keeps, their ids in turn; beats come back in random
+order across ids (those of one id in order), late and with random pauses; the passes queued behind the served one are fetched while it is served, up to
 one per context; SLVERR and DECERR refuse the pass and land nothing, and the next pass is
 unharmed.
 
@@ -83,7 +83,8 @@ def _run(p, passes, image, *, resp=None, seed=0, take_p=0.7, answer_p=0.6, twins
             ctx.set(dut.take.ok, take)
             # ... and answers a random burst's next beat
             if r_beat is None and bursts and rng.random() < answer_p:
-                b = rng.choice(bursts)
+                # the oldest burst of each id may answer (an id's beats come back in order)
+                b = rng.choice([x for k, x in enumerate(bursts) if all(o[0] != x[0] for o in bursts[:k])])
                 r_beat = b
                 ctx.set(axi.rvalid, 1)
                 ctx.set(axi.rid, b[0])
@@ -109,7 +110,7 @@ def _run(p, passes, image, *, resp=None, seed=0, take_p=0.7, answer_p=0.6, twins
             landing = served
             if ctx.get(dut.progress.finished):
                 got["error"][served] = Error(ctx.get(dut.progress.error))
-            got["max_in_flight"] = max(got["max_in_flight"], len({b[0] for b in bursts}))
+            got["max_in_flight"] = max(got["max_in_flight"], len(bursts))
             got["max_passes_in_flight"] = max(got["max_passes_in_flight"], len({b[4] for b in bursts}))
             await ctx.tick()
             if take:
@@ -144,12 +145,16 @@ FORMS = ["wmma.load.a.sync.aligned.row.m16n16k16.global.f16",
          "wmma.load.c.sync.aligned.row.m8n8k4.global.f64"]
 
 
-@pytest.mark.parametrize("bits,ids,burst,contexts", [(512, 4, 4, 2), (256, 2, 2, 2), (128, 1, 16, 2), (512, 16, 1, 2),
-                                                     (512, 32, 8, 8)])
-def test_every_slot_lands_and_every_line_is_read_once(bits, ids, burst, contexts):
-    p = Params(axi_data_bits=bits, axi_outstanding=ids, axi_burst=burst, axi_contexts=contexts, tmem_columns=0)
+@pytest.mark.parametrize("bits,outstanding,burst,contexts,ids",
+                         [(512, 4, 4, 2, 0), (256, 2, 2, 2, 0), (128, 1, 16, 2, 0), (512, 16, 1, 2, 0),
+                          (512, 32, 8, 8, 0), (512, 16, 2, 8, 4), (512, 8, 1, 8, 1), (256, 12, 4, 4, 2)])
+def test_every_slot_lands_and_every_line_is_read_once(bits, outstanding, burst, contexts, ids):
+    """Every build of the port (``ids`` 0: an id per burst in flight; fewer: the bursts of an
+    id answered in order, those of different ids interleaved)."""
+    p = Params(axi_data_bits=bits, axi_outstanding=outstanding, axi_burst=burst, axi_contexts=contexts,
+               axi_ids=ids, tmem_columns=0)
     lb = bits // 8
-    rng = random.Random(bits + ids)
+    rng = random.Random(bits + outstanding + ids)
     image = np.random.default_rng(bits).integers(0, 256, GMEM, dtype=np.uint8)
     passes = [_pass(rng, text, p) for text in FORMS]
     got = _run(p, passes, image, seed=bits)
@@ -157,23 +162,25 @@ def test_every_slot_lands_and_every_line_is_read_once(bits, ids, burst, contexts
     for k, addrs in enumerate(passes):
         assert got["rows"][k] == {s: _row(image, a) for s, a in enumerate(addrs)}, FORMS[k]
     lines = []
-    for ar in got["ars"]:
+    for k, ar in enumerate(got["ars"]):
+        assert ar["arid"] == k % (ids or outstanding), "ids in turn"
         assert ar["araddr"] % lb == 0 and ar["arsize"] == (lb - 1).bit_length() and ar["arburst"] == 1
-        assert ar["arlen"] < burst and ar["arid"] < ids
+        assert ar["arlen"] < burst and ar["arid"] < (ids or outstanding)
         first, last = ar["araddr"], ar["araddr"] + lb * ar["arlen"]
         assert first // AXI_PAGE == last // AXI_PAGE, f"burst {ar} crosses 4 KiB"
         lines += [first // lb + j for j in range(ar["arlen"] + 1)]
     # each pass reads each of its lines exactly once
     assert sorted(lines) == sorted(x for addrs in passes for x in {a // lb for a in addrs})
-    assert got["max_in_flight"] <= ids
+    assert got["max_in_flight"] <= outstanding
     assert got["max_passes_in_flight"] <= contexts
 
 
-@pytest.mark.parametrize("contexts", [2, 8])
-def test_the_passes_queued_behind_are_fetched_one_per_context(contexts):
+@pytest.mark.parametrize("contexts,ids", [(2, 0), (8, 0), (8, 2)])
+def test_the_passes_queued_behind_are_fetched_one_per_context(contexts, ids):
     """Passes taken rarely and a slow subordinate: the queue fills, and every context's pass
-    has bursts in flight at once, never more passes than contexts."""
-    p = Params(axi_outstanding=32, axi_burst=2, axi_contexts=contexts, tmem_columns=0)
+    has bursts in flight at once, never more passes than contexts (with two ids, many bursts
+    of each in flight)."""
+    p = Params(axi_outstanding=32, axi_burst=2, axi_contexts=contexts, axi_ids=ids, tmem_columns=0)
     image = np.random.default_rng(9).integers(0, 256, GMEM, dtype=np.uint8)
     passes = [[1024 * k + 16 * s for s in range(32)] for k in range(12)]     # 512 B each, apart
     got = _run(p, passes, image, seed=contexts, take_p=0.05, answer_p=0.2)
@@ -181,6 +188,7 @@ def test_the_passes_queued_behind_are_fetched_one_per_context(contexts):
     for k, addrs in enumerate(passes):
         assert got["rows"][k] == {s: _row(image, a) for s, a in enumerate(addrs)}
     assert got["max_passes_in_flight"] == contexts
+    assert got["max_in_flight"] >= contexts
 
 
 def _two_passes(base, stride):

@@ -12,6 +12,7 @@ from tensorlsu.cosim.layout import GMEM_AT
 from tensorlsu.cosim.native import DECERR_AT, AxiMemory
 from tensorlsu.cosim.runner import run_jobs
 from tensorlsu.hdl.codes import Error, Space
+from tensorlsu.hdl.params import DEEP_GLOBAL_PORT
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import model, ptx
 
@@ -71,6 +72,23 @@ def test_more_contexts_hide_the_latency_they_cover():
     for k, res in enumerate(deep[1]["burst"]):
         want = model.wmma_load(A, mem, GMEM_AT + 512 * k, 16)
         assert res["error"] == 0 and [list(x) for x in zip(*res["beats"])] == want.tolist()
+
+
+def test_two_ids_keep_an_interleaving_memory_at_a_beat_a_clock():
+    """The deep port (32 contexts, 32 bursts of 8 beats in flight) at 200 clocks of latency,
+    from the harness's memory that answers each beat from any due burst that is the oldest of
+    its id: with an id per burst it starves the oldest pass, which lands first (about 0.75 beats
+    a clock, reports/bench.md); with its bursts on two ids in turn, a 512-byte fragment every 8
+    clocks, a beat a clock; every fragment carries its data."""
+    image = bytes((3 * i + 7) % 256 for i in range(512 * 64))
+    port = {**DEEP_GLOBAL_PORT, "axi_ids": 2}
+    res, _ = run_jobs(_fragments(64, image), sim="verilator", axi=AxiMemory(latency=200, reorder=True), params=port)
+    b = res[1]["burst"]
+    assert (b[-1]["done"] - b[0]["done"]) / (len(b) - 1) <= 8.1
+    mem = model.Memory(global_=image, global_base=GMEM_AT)
+    for k, r in enumerate(b):
+        want = model.wmma_load(A, mem, GMEM_AT + 512 * k, 16)
+        assert r["error"] == 0 and [list(x) for x in zip(*r["beats"])] == want.tolist()
 
 
 def test_reads_where_no_subordinate_is_answer_decerr():
