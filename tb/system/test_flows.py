@@ -150,6 +150,10 @@ def test_verilog_emission(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--tmem-columns", "48"],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "tmem_columns must be 0 (no Tensor Memory) or a power of two" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--axi-ids", "3"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "axi_ids must be 0 (one per burst in flight) or a power of two" in r.stderr
+    assert "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "tensorlsu.hdl", "--emit-verilog", str(out), "--policy", "packed",
                         "--row-buffer-lutram"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "row_buffer_lutram needs the h200 policy" in r.stderr
