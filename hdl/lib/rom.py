@@ -11,10 +11,11 @@ FPGA mapping (no multiplexer to cover) nor the solvers handle well.
 
 from __future__ import annotations
 
-from amaranth import Array, Cat, Const, Mux, Signal
+from amaranth import Array, Cat, Const, Mux, Signal, unsigned
 from amaranth.lib import data
+from amaranth.lib.memory import Memory
 
-__all__ = ["rom", "rom_hot", "select", "candidates", "selects", "selects_ahead"]
+__all__ = ["rom", "rom_hot", "table", "select", "candidates", "selects", "selects_ahead"]
 
 
 def rom(m, index, fields: dict, name: str):
@@ -26,6 +27,24 @@ def rom(m, index, fields: dict, name: str):
     consts = [layout.const({k: v[r] for k, (_, v) in fields.items()}).as_value() for r in range(rows)]
     out = Signal(layout, name=name)
     m.d.comb += out.eq(Array(consts)[index])
+    return out
+
+
+def table(m, index, layout, rows: dict, name: str):
+    """A view of ``layout`` holding row ``index`` of a constant table: ``rows`` maps an index
+    to its row (a dict of the layout's fields); every other index of ``index``'s range reads
+    all zero. The table is a memory read asynchronously, so it stays one array in the emitted
+    Verilog: a simulator reads one word a cycle where a case statement of every field (one
+    multiplexer tree per field, its comparisons repeated) is evaluated whole every cycle. A
+    synthesis tool makes logic of it as it would of the case statement (a ROM of constants)."""
+    layout = data.StructLayout(layout) if isinstance(layout, dict) else layout
+    depth = 1 << len(index)
+    assert all(0 <= k < depth for k in rows), "a row outside the index's range"
+    init = [layout.const(rows[k]).as_value().value if k in rows else 0 for k in range(depth)]
+    mem = m.submodules[f"{name}_table"] = Memory(shape=unsigned(layout.size), depth=depth, init=init)
+    port = mem.read_port(domain="comb")
+    out = Signal(layout, name=name)
+    m.d.comb += [port.addr.eq(index), out.as_value().eq(port.data)]
     return out
 
 

@@ -8,6 +8,7 @@ from amaranth import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.rom import table
 from ..params import Params
 from . import forms
 from .records import FORM_BITS
@@ -44,7 +45,8 @@ def chunk_index_layout(p: Params) -> data.StructLayout:
 class ChunkIndex(wiring.Component):
     """Combinational: slot ``s`` of a wmma.load pass holds chunk ``(line, k)`` of the matrix
     (:class:`~tensorlsu.hdl.pipeline.forms.FormInfo`); ``index`` gives both passes' slots
-    (:func:`chunk_index_layout`), from the form alone. The address stage
+    (:func:`chunk_index_layout`), from the form alone: one table of a row per form id
+    (:func:`~tensorlsu.hdl.lib.rom.table`; other forms read zero). The address stage
     (:class:`~tensorlsu.hdl.pipeline.address.AddressStage`) turns an index into addresses.
 
     Members
@@ -62,13 +64,16 @@ class ChunkIndex(wiring.Component):
         m = Module()
         R = self.params.lanes
         chunks = slot_chunks(R)
-        with m.Switch(self.form):
-            for f, inf in _wmma_forms():
-                with m.Case(f):
-                    for q in range(2):
-                        ps = inf.passes[min(q, len(inf.passes) - 1)]
-                        for s in range(min(R, len(ps))):
-                            idx = self.index[q]
-                            m.d.comb += [getattr(idx, f"line{s}").eq(ps[s][0]),
-                                         getattr(idx, f"chunk{s}").eq(chunks[s].index(ps[s][1]))]
+        rows = {}
+        for f, inf in _wmma_forms():
+            rows[f] = []
+            for q in range(2):
+                ps = inf.passes[min(q, len(inf.passes) - 1)]
+                row = {}
+                for s in range(min(R, len(ps))):
+                    row[f"line{s}"] = ps[s][0]
+                    row[f"chunk{s}"] = chunks[s].index(ps[s][1])
+                rows[f].append(row)
+        index = table(m, self.form, self.index.shape(), rows, "index")
+        m.d.comb += self.index.eq(index)
         return m

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from amaranth import Module
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..codes import FORMAT_CODES
+from ..lib.rom import table
 from ..params import Params
 from . import forms
 from .forms import BLOCK
@@ -42,6 +43,7 @@ def form_constants(p: Params, inf: forms.FormInfo) -> list[dict]:
 class FormDecoder(wiring.Component):
     """Combinational: the constants of both passes of form ``form`` (a single-pass form's
     ``second`` equals its ``first``); all zero for an id that names no form (``valid`` = 0).
+    One table of a row per form id (:func:`~tensorlsu.hdl.lib.rom.table`), read asynchronously.
 
     Parameters
     ----------
@@ -65,14 +67,12 @@ class FormDecoder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         layout = consts_layout(self.params)
-        with m.Switch(self.form):
-            for f in range(len(forms.FORMS)):
-                per = form_constants(self.params, forms.info(f))
-                with m.Case(f):
-                    for k, v in per[0].items():
-                        second = per[-1][k] if k in PER_PASS else v
-                        if isinstance(v, dict):     # a field that is a layout of its own
-                            v, second = layout[k].shape.const(v), layout[k].shape.const(second)
-                        m.d.comb += getattr(self.first, k).eq(v)
-                        m.d.comb += getattr(self.second, k).eq(second)
+        first, second = {}, {}
+        for f in range(len(forms.FORMS)):
+            per = form_constants(self.params, forms.info(f))
+            first[f] = per[0]
+            second[f] = {k: per[-1][k] if k in PER_PASS else v for k, v in per[0].items()}
+        both = data.StructLayout({"first": layout, "second": layout})
+        consts = table(m, self.form, both, {f: {"first": first[f], "second": second[f]} for f in first}, "consts")
+        m.d.comb += [self.first.eq(consts.first), self.second.eq(consts.second)]
         return m
