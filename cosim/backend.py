@@ -25,6 +25,7 @@ __all__ = ["RtlBackend"]
 #: The unit's default parameters: its line size and shared window (made once: a record is
 #: made into a job in microseconds).
 DEFAULT = Params()
+LINE_BYTES = DEFAULT.line_bytes
 #: Records from which a Verilator run is worth the optimized build.
 OPTIMIZE_FROM = 5000
 #: The most instructions of one burst (a job of back-to-back loads): the harness holds its
@@ -43,12 +44,14 @@ def _bursts(jobs: list[dict]) -> list[tuple[dict, int]]:
     key = None          # the image and size of the burst at the end of ``out``
     written: set = set()    # the lines its stores may have written
     for job in jobs:
-        lines = job.pop("lines", None)      # None: not known (a wmma.load's)
         if "form" not in job or job.get("gmem") or job.get("dump_lines"):
             out.append((job, 0))
             continue
         this = (job["image"], job["smem_size"])
-        free = "store" in job or not written or (lines is not None and not lines & written)
+        # (a wmma.load's lines are not known; ldmatrix's are its rows' lines, found only when
+        # a store came before it in the burst)
+        free = ("store" in job or not written
+                or (isinstance(job["addr"], list) and not {a // LINE_BYTES for a in job["addr"]} & written))
         if not (out and out[-1][1] and this == key and out[-1][1] < BURST and free):
             out.append(({"burst": [], "image": job["image"], "smem_size": job["smem_size"], "writes": []}, 0))
             key, written = this, set()
@@ -186,12 +189,11 @@ class RtlBackend:
         if not isinstance(r.get("addr"), list):
             raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
         line_bytes = DEFAULT.line_bytes
-        job = {"form": fid, "addr": r["addr"], "image": image.hex(), "smem_size": len(image) or self.smem_bytes,
-               "lines": {a // line_bytes for a in r["addr"]}}     # the lines its rows lie in (for _bursts)
+        job = {"form": fid, "addr": r["addr"], "image": image.hex(), "smem_size": len(image) or self.smem_bytes}
         if ins.op == "stmatrix":
             regs = r.get("regs") or [[0] * ins.nregs for _ in range(32)]     # absent: zeros
             job["store"] = [[regs[t][k] for t in range(32)] for k in range(ins.nregs)]
-            job["writes"] = sorted(job["lines"])
+            job["writes"] = sorted({a // line_bytes for a in r["addr"]})     # the lines its rows lie in
             if self.images or "smem" in rec.expect:
                 # the whole image back; without one, all of shared memory (trailing zeros dropped)
                 job["dump_lines"] = -(-(len(image) or self.smem_bytes) // line_bytes)

@@ -20,7 +20,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from amaranth import Shape
-from cocotb_tools.runner import Verilator, get_results, get_runner
+# (cocotb's runner, which brings cocotb and pytest, is imported where a cocotb build or run
+# needs it: the native harness never does, and the import was a third of a replay's start)
 from tensorlsu.hdl import TOP
 from tensorlsu.hdl.codes import Error
 from tensorlsu.hdl.copy.records import cp_instr_layout
@@ -101,6 +102,8 @@ def _verilator_runner():
     internal wires as VPI objects: 65 MB of C++ and minutes of compiling. The test bench
     touches the ports only; a configuration file makes exactly those public.
     """
+    from cocotb_tools.runner import Verilator
+
     class PortsOnlyVerilator(Verilator):
         def _build_command(self):
             cmds = super()._build_command()
@@ -194,6 +197,7 @@ def _build(sim, dut, lay, build_dir, waves, optimize):
         sources.insert(0, vlt)
         runner = _verilator_runner()
     else:
+        from cocotb_tools.runner import get_runner
         runner = get_runner(sim)
     args = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNOPTFLAT", "-Wno-CASEOVERLAP",
             "-Wno-UNSIGNED", "-Wno-CMPCONST", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
@@ -366,6 +370,7 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
             if log.exists():
                 shutil.copy(log, bdir / log.name)
         dt = time.perf_counter() - t0
+        from cocotb_tools.runner import get_results
         try:
             _, failed = get_results(xml)
         except RuntimeError:        # no results file: the simulator stopped before the test's end
