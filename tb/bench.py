@@ -491,6 +491,10 @@ def _span(res: dict) -> tuple[int, int]:
     return len(res["copies"]), res["copies"][-1]["done"] - res["copies"][0]["accepted"]
 
 
+#: the builds the speed rows run on
+UNIT_FULL, UNIT_SHARED = "no Tensor Memory, global port", "no Tensor Memory, no global port"
+
+
 def sim_speed(n_cocotb: int = 400, n_native: int = 20000) -> list[dict]:
     """Instructions and cycles a second of simulation: the regression's mix on every engine
     (Icarus and Verilator under cocotb, Verilator under the native harness), then each timed
@@ -505,14 +509,19 @@ def sim_speed(n_cocotb: int = 400, n_native: int = 20000) -> list[dict]:
                      "instructions_per_s": round(count / sim_s), "cycles_per_s": round(cycles / sim_s)})
     base = rows[1]["instructions_per_s"]
     rows[-1]["vs_cocotb_verilator"] = round(rows[-1]["instructions_per_s"] / base, 1)
+    rows[-1]["unit"] = UNIT_FULL
     for name, cols, job in _streams(n_native):
         if name == "random regression mix":
             continue
-        results, sim_s = run_jobs([job], sim="verilator", tmem_columns=cols, optimize=True)
+        # a build per family, as replay takes: a shared-memory stream on the unit without global
+        # port, a Tensor Memory one on the unit with its quadrants
+        params = {} if cols else {"global_bytes": 0}
+        results, sim_s = run_jobs([job], sim="verilator", tmem_columns=cols, optimize=True, params=params)
         if "burst" in job:
             assert not any(r["error"] for r in results[0]["burst"]), name
         count, cycles = _span(results[0])
         rows.append({"simulator": "verilator", "engine": "native", "stream": name, "instructions": count,
+                     "unit": f"{cols} columns of Tensor Memory, global port" if cols else UNIT_SHARED,
                      "seconds": round(sim_s, 2), "instructions_per_s": round(count / sim_s),
                      "cycles_per_s": round(cycles / sim_s), "cycles_per_instruction": round(cycles / count, 2)})
     return rows
@@ -574,10 +583,11 @@ def replay_table(rows) -> str:
 def speed_table(rows) -> str:
     out = ("Seconds are the simulator's (cocotb: the test, its Python driving the ports included; native: "
            "the harness's clock cycles, not the host making jobs or checking results). Goal: 50,000 "
-           "instructions/s.\n\n| simulator | engine | stream | instructions | instructions/s | cycles/s | "
-           "clk/instr | x cocotb Verilator |\n|---|---|---|---|---|---|---|---|\n")
+           "instructions/s.\n\n| simulator | engine | stream | unit | instructions | instructions/s | "
+           "cycles/s | clk/instr | x cocotb Verilator |\n|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:
-        out += (f"| {r['simulator']} | {r['engine']} | {r['stream']} | {r['instructions']} | "
+        out += (f"| {r['simulator']} | {r['engine']} | {r['stream']} | {r.get('unit', UNIT_FULL)} | "
+                f"{r['instructions']} | "
                 f"{r['instructions_per_s']} | {r['cycles_per_s']} | {r.get('cycles_per_instruction', '')} | "
                 f"{r.get('vs_cocotb_verilator', '')} |\n")
     return out
