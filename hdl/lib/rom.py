@@ -32,8 +32,8 @@ def rom(m, index, fields: dict, name: str):
 
 def table(m, index, layout, rows: dict, name: str):
     """A view of ``layout`` holding row ``index`` of a constant table: ``rows`` maps an index
-    to its row (what ``layout.const`` takes: a dict of fields, a list for an array); every other index of ``index``'s range reads
-    all zero. The table is a memory read asynchronously, so it stays one array in the emitted
+    to its row (what ``layout.const`` takes: a dict of fields, a list for an array); every
+    other index of ``index``'s range reads all zero. The table is a memory read asynchronously, so it stays one array in the emitted
     Verilog: a simulator reads one word a cycle where a case statement of every field (one
     multiplexer tree per field, its comparisons repeated) is evaluated whole every cycle. A
     synthesis tool makes logic of it as it would of the case statement (a ROM of constants)."""
