@@ -25,6 +25,7 @@ __all__ = ["RtlBackend"]
 #: The unit's default parameters: its line size and shared window (made once: a record is
 #: made into a job in microseconds).
 DEFAULT = Params()
+#: A shared-memory line (the unit the bursts track writes in).
 LINE_BYTES = DEFAULT.line_bytes
 #: Records from which a Verilator run is worth the optimized build.
 OPTIMIZE_FROM = 5000
@@ -188,7 +189,7 @@ class RtlBackend:
             return job
         if not isinstance(r.get("addr"), list):
             raise ValueError(f"{ins.op} needs 32 row addresses in 'addr'")
-        line_bytes = DEFAULT.line_bytes
+        line_bytes = LINE_BYTES
         job = {"form": fid, "addr": r["addr"], "image": image.hex(), "smem_size": len(image) or self.smem_bytes}
         if ins.op == "stmatrix":
             regs = r.get("regs") or [[0] * ins.nregs for _ in range(32)]     # absent: zeros

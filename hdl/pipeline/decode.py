@@ -67,12 +67,11 @@ class FormDecoder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         layout = consts_layout(self.params)
-        first, second = {}, {}
+        rows = {}
         for f in range(len(forms.FORMS)):
             per = form_constants(self.params, forms.info(f))
-            first[f] = per[0]
-            second[f] = {k: per[-1][k] if k in PER_PASS else v for k, v in per[0].items()}
-        both = data.StructLayout({"first": layout, "second": layout})
-        consts = table(m, self.form, both, {f: {"first": first[f], "second": second[f]} for f in first}, "consts")
+            rows[f] = {"first": per[0],
+                       "second": {k: per[-1][k] if k in PER_PASS else v for k, v in per[0].items()}}
+        consts = table(m, self.form, data.StructLayout({"first": layout, "second": layout}), rows, "consts")
         m.d.comb += [self.first.eq(consts.first), self.second.eq(consts.second)]
         return m

@@ -101,12 +101,11 @@ def _convert(dut, name: str) -> str:
         (Path(d) / "srams.txt").write_text(memory_library(shapes))
         (Path(d) / "srams_map.v").write_text(memory_techmap(shapes))
         # every memory written to becomes its SRAM module (memories.py); one that does not fit fails
-        # here. Tables read only (rom.table's, and ROMs `proc` makes of constant case statements)
-        # stay arrays, so that a simulator reads one word where logic would evaluate every field;
-        # memories read asynchronously (ASYNC_MEMORY) stay arrays.
+        # here. Tables read only (ROMs, which `proc` makes of constant case statements) stay arrays.
+        # Memories read asynchronously (ASYNC_MEMORY) stay arrays.
         srams = ("setparam -set COLLISION_X_MASK 3 t:$memrd_v2 r:CLK_ENABLE=1 %i; " if shapes else "")
         srams += "memory_collect; "
-        sync = "t:$mem_v2 a:ram_style=distributed %d r:WR_PORTS=0 %d"
+        sync = "t:$mem_v2 a:ram_style=distributed %d"
         # (never flip-flops, whatever a module costs: -logic-cost-ram above every module's cost)
         srams += (f"memory_libmap -lib srams.txt -logic-cost-ram 1e9 {sync}; techmap -map srams_map.v; "
                   f"select -assert-none {sync} r:WR_PORTS>0 %i; " if shapes else "")
