@@ -11,23 +11,25 @@ FPGA mapping (no multiplexer to cover) nor the solvers handle well.
 
 from __future__ import annotations
 
-from amaranth import Array, Cat, Const, Mux, Signal, unsigned
+from amaranth import Cat, Const, Mux, Signal, Value, unsigned
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
-__all__ = ["rom", "rom_hot", "table", "select", "candidates", "selects", "selects_ahead"]
+__all__ = ["rom", "rom_hot", "hot_any", "table", "select", "candidates", "selects", "selects_ahead"]
 
 
 def rom(m, index, fields: dict, name: str):
     """``fields``: name → (shape, list of values, one per row). Returns a view of a signal
-    whose fields hold row ``index`` of every table (rows past the end read the last)."""
+    whose fields hold row ``index`` of every table (rows past the end read the last), read
+    from one :func:`table`."""
     layout = data.StructLayout({k: shape for k, (shape, _) in fields.items()})
     rows = len(next(iter(fields.values()))[1])
     assert all(len(v) == rows for _, v in fields.values()), "tables of different lengths"
-    consts = [layout.const({k: v[r] for k, (_, v) in fields.items()}).as_value() for r in range(rows)]
-    out = Signal(layout, name=name)
-    m.d.comb += out.eq(Array(consts)[index])
-    return out
+    index = Value.cast(index)
+    if rows > 1 << len(index):
+        raise ValueError(f"{rows} rows do not fit an index of {len(index)} bits")
+    values = [{k: v[min(r, rows - 1)] for k, (_, v) in fields.items()} for r in range(1 << len(index))]
+    return table(m, index, layout, dict(enumerate(values)), name)
 
 
 def table(m, index, layout, rows: dict, name: str):
@@ -94,10 +96,17 @@ def rom_hot(m, hot, fields: dict, name: str):
     assert len(hot) == rows, "one bit of the index a row"
     words = [layout.const({k: v[r] for k, (_, v) in fields.items()}).as_value().value for r in range(rows)]
     out = Signal(layout, name=name)
-    bits = [Cat(*[hot[r] for r in range(rows) if words[r] >> b & 1]).any() if any(w >> b & 1 for w in words)
-            else Const(0, 1) for b in range(layout.size)]
-    m.d.comb += out.as_value().eq(Cat(*bits))
+    m.d.comb += out.as_value().eq(Cat(*[hot_any(hot, [r for r in range(rows) if words[r] >> b & 1])
+                                        for b in range(layout.size)]))
     return out
+
+
+def hot_any(hot, rows):
+    """Whether any of bits ``rows`` of ``hot`` is high, as the OR of ``hot`` masked by a
+    constant: the same OR tree in synthesis, one AND and one compare in a simulator, where the
+    bits gathered one by one (``Cat(...).any()``) cost a shift and a mask each."""
+    mask = sum(1 << r for r in set(rows))
+    return (hot & Const(mask, len(hot))).any() if mask else Const(0, 1)
 
 
 def selects_ahead(m, cands, table, rows: int, name: str, loads) -> dict:

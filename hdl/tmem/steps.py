@@ -24,7 +24,7 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.rom import rom
+from ..lib.rom import hot_any, rom
 from tensorlsu.sim.tmem_plan import BANKS, MAX_REGS, accesses, schedule
 
 __all__ = ["TmemSteps", "ADDR_BITS", "first_layout", "first_step", "successors", "firsts"]
@@ -70,13 +70,13 @@ def firsts(banks: int = BANKS) -> list[int]:
 def _hot_successor(var_hot, banks: int):
     """The one-hot row after the one-hot row ``var_hot``: each bit the OR of its predecessors'."""
     succ = successors(banks)
-    return Cat(*[Cat(*[var_hot[i] for i, s in enumerate(succ) if s == j]).any() for j in range(len(succ))])
+    return Cat(*[hot_any(var_hot, [i for i, s in enumerate(succ) if s == j]) for j in range(len(succ))])
 
 
 def _hot_first(cls_hot, banks: int):
     """The one-hot first row of the one-hot class ``cls_hot``."""
     first = firsts(banks)
-    return Cat(*[Cat(*[cls_hot[k] for k, f in enumerate(first) if f == j]).any()
+    return Cat(*[hot_any(cls_hot, [k for k, f in enumerate(first) if f == j])
                  for j in range(len(schedule(banks).variants))])
 
 
