@@ -15,7 +15,7 @@ from amaranth import Cat, Const, Mux, Signal, Value, unsigned
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
-__all__ = ["rom", "rom_hot", "hot_any", "table", "select", "candidates", "selects", "selects_ahead"]
+__all__ = ["LOGIC_ROM", "rom", "rom_hot", "hot_any", "table", "select", "candidates", "selects", "selects_ahead"]
 
 
 def rom(m, index, fields: dict, name: str):
@@ -29,21 +29,30 @@ def rom(m, index, fields: dict, name: str):
     if rows > 1 << len(index):
         raise ValueError(f"{rows} rows do not fit an index of {len(index)} bits")
     values = [{k: v[min(r, rows - 1)] for k, (_, v) in fields.items()} for r in range(1 << len(index))]
-    return table(m, index, layout, dict(enumerate(values)), name)
+    return table(m, index, layout, dict(enumerate(values)), name, attrs=LOGIC_ROM)
 
 
-def table(m, index, layout, rows: dict, name: str):
+#: The attributes that keep a table logic in synthesis: a table whose row is registered (the
+#: gather's selects) is otherwise taken into FPGA block RAM with the register, and a block
+#: RAM's clock-to-output is several times a flip-flop's.
+LOGIC_ROM = {"rom_style": "logic"}
+
+
+def table(m, index, layout, rows: dict, name: str, attrs: dict | None = None):
     """A view of ``layout`` holding row ``index`` of a constant table: ``rows`` maps an index
     to its row (what ``layout.const`` takes: a dict of fields, a list for an array); every
-    other index of ``index``'s range reads all zero. The table is a memory read asynchronously, so it stays one array in the emitted
-    Verilog: a simulator reads one word a cycle where a case statement of every field (one
-    multiplexer tree per field, its comparisons repeated) is evaluated whole every cycle. A
-    synthesis tool makes logic of it as it would of the case statement (a ROM of constants)."""
+    other index of ``index``'s range reads all zero. The table is a memory read
+    asynchronously, so it stays one array in the emitted Verilog: a simulator reads one word a
+    cycle where a case statement of every field (one multiplexer tree per field, its
+    comparisons repeated) is evaluated whole every cycle. A synthesis tool makes of it what it
+    would make of the case statement (a ROM of constants): logic, or with ``attrs``
+    :data:`LOGIC_ROM` nothing but logic."""
     layout = data.StructLayout(layout) if isinstance(layout, dict) else layout
     depth = 1 << len(index)
     assert all(0 <= k < depth for k in rows), "a row outside the index's range"
     init = [layout.const(rows[k]).as_value().value if k in rows else 0 for k in range(depth)]
-    mem = m.submodules[f"{name}_table"] = Memory(shape=unsigned(layout.size), depth=depth, init=init)
+    mem = m.submodules[f"{name}_table"] = Memory(shape=unsigned(layout.size), depth=depth, init=init,
+                                                 attrs=attrs)
     port = mem.read_port(domain="comb")
     out = Signal(layout, name=name)
     m.d.comb += [port.addr.eq(index), out.as_value().eq(port.data)]
