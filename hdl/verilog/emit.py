@@ -109,7 +109,11 @@ def _convert(dut, name: str) -> str:
         # (never flip-flops, whatever a module costs: -logic-cost-ram above every module's cost)
         srams += (f"memory_libmap -lib srams.txt -logic-cost-ram 1e9 {sync}; techmap -map srams_map.v; "
                   f"select -assert-none {sync} r:WR_PORTS>0 %i; " if shapes else "")
-        script = f"read_rtlil in.il; proc; {srams}pmuxtree; opt_clean; write_verilog out.v"
+        # opt_dff makes a register that holds unless enabled (or reset) one with an enable:
+        # `if (rst) q <= 0; else if (en) q <= d;` reads better than a feedback multiplexer, and a
+        # simulator copies a wide register only when it is written (opt_clean first: opt_dff
+        # sees the feedback only through the register's own name)
+        script = f"read_rtlil in.il; proc; {srams}pmuxtree; opt_clean; opt_dff; opt_clean; write_verilog out.v"
         r = subprocess.run(yosys_command() + ["-q", "-p", script], cwd=d, capture_output=True,
                            text=True)
         if r.returncode:
