@@ -1,16 +1,18 @@
 # amaranth: UnusedElaboratable=no
 """hdl/lib/rom.py: a table reads each given row field for field and zero elsewhere, and stays one
-array in the emitted Verilog."""
+array in the emitted Verilog; ``rom`` reads its last row past the end and keeps its table logic;
+``hot_any`` is the OR of the bits it names."""
 
 import re
 
 import pytest
-from amaranth import Module, Signal
+from amaranth import Module, Signal, unsigned
+from amaranth.back import rtlil
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
-from tensorlsu.hdl.lib.rom import table
+from tensorlsu.hdl.lib.rom import hot_any, rom, table
 from tensorlsu.hdl.verilog.emit import verilog_text
 
 INNER = data.StructLayout({"a": 3, "b": 5})
@@ -79,3 +81,71 @@ def test_the_emitted_verilog_keeps_a_table_as_one_array(dut):
     # one word per index (x 4 bits, inner 3 + 5, pair 2 x 8: 28 bits), 8 of them: the table's array
     assert re.search(r"reg \[27:0\] \S+\s*\[7:0\];", text), text[:2000]
     assert "case" not in text
+
+
+#: five rows of two fields on a 3-bit index: indices 5 … 7 must read row 4
+ROM_A, ROM_B = [3, 1, 4, 1, 5], [9, 2, 6, 5, 3]
+
+
+class Rom(wiring.Component):
+    index: In(3)
+    a: Out(3)
+    b: Out(4)
+
+    def elaborate(self, platform):
+        m = Module()
+        row = rom(m, self.index, {"a": (unsigned(3), ROM_A), "b": (unsigned(4), ROM_B)}, "row")
+        m.d.comb += [self.a.eq(row.a), self.b.eq(row.b)]
+        return m
+
+
+def test_a_rom_reads_each_row_and_its_last_row_past_the_end():
+    dut = Rom()
+    sim = Simulator(dut)
+
+    async def bench(ctx):
+        for k in range(8):
+            ctx.set(dut.index, k)
+            assert (ctx.get(dut.a), ctx.get(dut.b)) == (ROM_A[min(k, 4)], ROM_B[min(k, 4)]), k
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_a_rom_of_more_rows_than_its_index_reaches_is_refused():
+    with pytest.raises(ValueError, match="9 rows do not fit an index of 3 bits"):
+        rom(Module(), Signal(3), {"a": (unsigned(4), list(range(9)))}, "t")
+
+
+def test_a_rom_table_is_marked_logic_for_synthesis():
+    # (an FPGA flow otherwise takes a table read into a register into block RAM)
+    text = rtlil.convert(Rom(), name="rom")
+    assert re.search(r'attribute \\rom_style "logic"\s+memory width 7 size 8 \\row_table\b', text), text
+
+
+class HotAny(wiring.Component):
+    hot: In(5)
+    none: Out(1)
+    some: Out(1)
+    all_: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += [self.none.eq(hot_any(self.hot, [])), self.some.eq(hot_any(self.hot, [1, 3, 3])),
+                     self.all_.eq(hot_any(self.hot, range(5)))]
+        return m
+
+
+def test_hot_any_is_the_or_of_the_bits_it_names():
+    dut = HotAny()
+    sim = Simulator(dut)
+
+    async def bench(ctx):
+        for v in range(32):
+            ctx.set(dut.hot, v)
+            bits = [v >> i & 1 for i in range(5)]
+            assert (ctx.get(dut.none), ctx.get(dut.some), ctx.get(dut.all_)) == \
+                (0, bits[1] | bits[3], int(any(bits))), v
+
+    sim.add_testbench(bench)
+    sim.run()
