@@ -29,6 +29,9 @@ DEFAULT = Params()
 LINE_BYTES = DEFAULT.line_bytes
 #: Records from which a Verilator run is worth the optimized build.
 OPTIMIZE_FROM = 5000
+#: An stmatrix's source beats when its record gives no registers, by register count (shared:
+#: jobs only read them).
+_ZERO_BEATS = {n: [[0] * DEFAULT.lanes] * n for n in (1, 2, 4)}
 #: The most instructions of one burst (a job of back-to-back loads): the harness holds its
 #: results until the last.
 BURST = 4096
@@ -59,9 +62,12 @@ def _bursts(jobs: list[dict]) -> list[tuple[dict, int]]:
         burst = out[-1][0]
         burst["burst"].append(_instr(job))
         if "store" in job:
-            written |= set(job["writes"])
-            burst["writes"] = sorted(written)
+            written.update(job["writes"])
+            burst["writes"] = written       # made a sorted list below, once
         out[-1] = (burst, out[-1][1] + 1)
+    for burst, n in out:
+        if n and isinstance(burst["writes"], set):
+            burst["writes"] = sorted(burst["writes"])
     return out
 
 
@@ -116,6 +122,9 @@ class RtlBackend:
     many columns (0: none), and a tcgen05 record of another allocation is refused by name. A record's global image goes into the testbench's AXI memory
     (its page offset kept). Builds go under ``build_root`` (default ``build``), a folder per
     configuration; ``progress`` says when one is being built and how far a simulation is.
+    With ``images`` false, what a record does not expect is left out of what it produced (a
+    store's image is not read back, a load's registers not kept): a replay that only checks
+    does less; what an emitted trace holds needs them.
     """
 
     name = "rtl"
@@ -192,8 +201,9 @@ class RtlBackend:
         line_bytes = LINE_BYTES
         job = {"form": fid, "addr": r["addr"], "image": image.hex(), "smem_size": len(image) or self.smem_bytes}
         if ins.op == "stmatrix":
-            regs = r.get("regs") or [[0] * ins.nregs for _ in range(32)]     # absent: zeros
-            job["store"] = [[regs[t][k] for t in range(32)] for k in range(ins.nregs)]
+            regs = r.get("regs")
+            # a beat a register, the threads' words in it; absent: zeros
+            job["store"] = [list(beat) for beat in zip(*regs)] if regs else _ZERO_BEATS[ins.nregs]
             job["writes"] = sorted({a // line_bytes for a in r["addr"]})     # the lines its rows lie in
             if self.images or "smem" in rec.expect:
                 # the whole image back; without one, all of shared memory (trailing zeros dropped)
@@ -334,9 +344,13 @@ class RtlBackend:
                 if res["error"]:
                     produced[k] = {"error": _refusal(res["error"])}
                 elif rec.ins.op == "ldmatrix":
-                    produced[k] = {"regs": list(map(list, zip(*res["beats"]))), "wavefronts": res["cycles"]}
+                    produced[k] = {"wavefronts": res["cycles"]}
+                    if self.images or "regs" in rec.expect:
+                        produced[k]["regs"] = list(map(list, zip(*res["beats"])))
                 elif rec.ins.op == "wmma.load":
-                    produced[k] = {"regs": [list(x) for x in zip(*res["beats"])]}
+                    produced[k] = {}
+                    if self.images or "regs" in rec.expect:
+                        produced[k]["regs"] = list(map(list, zip(*res["beats"])))
                     if rec.ins.space == "shared":     # the bank rule is shared memory's
                         produced[k]["wavefronts"] = res["cycles"]
                 else:

@@ -122,7 +122,7 @@ def _replay(args) -> int:
               f"{'; '.join(o.failures)}")
     if len(failed) > args.show:
         print(f"… and {len(failed) - args.show} more failures")
-    sim = f", {args.sim} {getattr(backend, 'seconds', 0):.1f} s simulating" if args.backend == "rtl" else ""
+    sim = f", {args.sim} {getattr(backend, 'seconds', 0):.2f} s simulating" if args.backend == "rtl" else ""
     print(f"{len(outcomes)} records, {len(outcomes) - len(failed)} passed, {len(failed)} failed "
           f"({args.backend}, policy {args.policy}, {dt:.2f} s{sim})")
     return 1 if failed else 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numpy as np
+
 __all__ = ["Layout", "GMEM_AT", "GMEM_BYTES"]
 
 #: Where the testbench's AXI memory holds a record's global image (its page offset kept).
@@ -34,6 +36,8 @@ class Layout:
     instr_space: int
     cycle_bits: int
     error_bits: int
+    #: width of the instruction's ``space`` field
+    space_bits: int = 2
     #: data width of the global AXI port (0: none); where generic addresses see shared memory
     axi_data_bits: int = 0
     shared_window_base: int = 0
@@ -106,6 +110,36 @@ class Layout:
                 v |= a << (self.form_bits + self.addr_bits * i)
         stride = stride if 0 <= stride <= mask else mask
         return v | stride << (self.form_bits + self.addr_bits * self.lanes) | space << self.instr_space
+
+    def pack_instrs(self, instrs: list[dict], words: int) -> bytes:
+        """:meth:`pack_instr` of every instruction (``form``, ``addr``, ``stride``, ``space``
+        keys), ``words`` 32-bit words each, little-endian: all at once, for a long burst."""
+        n, mask = len(instrs), (1 << self.addr_bits) - 1
+        try:
+            addr = np.array([i["addr"] if isinstance(i["addr"], list) else [i["addr"]] * self.lanes
+                             for i in instrs], dtype=np.int64).reshape(n, self.lanes)
+        except OverflowError:       # past 64 bits: clamped one by one below
+            addr = None
+        if addr is None or self.addr_bits > 32 or np.any(addr < 0) or np.any(addr > mask):
+            return b"".join(self.pack_instr(i["form"], i["addr"], i.get("stride", 0), i.get("space", 0))
+                            .to_bytes(4 * words, "little") for i in instrs)
+        out = np.zeros((n, words + 1), dtype=np.uint64)      # a word past the end takes spill-over
+
+        def put(values, off: int, width: int) -> None:
+            # values of at most 32 bits at bit ``off`` of each instruction's payload
+            k, shift = divmod(off, 32)
+            v = np.asarray(values, dtype=np.uint64) << np.uint64(shift)
+            out[:, k] |= v & np.uint64(0xFFFFFFFF)
+            if shift + width > 32:
+                out[:, k + 1] |= v >> np.uint64(32)
+        put([i["form"] for i in instrs], 0, self.form_bits)
+        for t in range(self.lanes):
+            put(addr[:, t], self.form_bits + self.addr_bits * t, self.addr_bits)
+        stride = np.array([i.get("stride", 0) for i in instrs], dtype=np.int64)
+        put(np.where((stride < 0) | (stride > mask), mask, stride), self.form_bits + self.addr_bits * self.lanes,
+            self.addr_bits)
+        put([i.get("space", 0) for i in instrs], self.instr_space, self.space_bits)
+        return out[:, :words].astype("<u4").tobytes()
 
     def pack_words(self, words) -> int:
         return sum(int(w) << (32 * i) for i, w in enumerate(words))

@@ -247,6 +247,31 @@ def _bits(words: np.ndarray, off: int, width: int) -> int:
     return (v >> (off % 32)) & ((1 << width) - 1)
 
 
+def _in_register_order(last: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, list[int]] | None:
+    """Every instruction's result beats in register order, found for all at once: (the beats'
+    indices, instruction after instruction; where each instruction's end in them), when each
+    beat names at most one register and each instruction's beats name its registers 0, 1, ...
+    once each (an instruction whose beats name none keeps all of them, in order). None when
+    some beat breaks that: the caller's beat-by-beat reading then says which."""
+    if np.any(masks & (masks - 1)):
+        return None
+    n = len(last)
+    instr = np.searchsorted(last, np.arange(len(masks)))     # each beat's instruction
+    named = masks > 0
+    regs = np.frexp(masks.astype(np.float64))[1] - 1        # the register a one-hot mask names
+    counts = np.bincount(instr[named], minlength=n)
+    keep = named | (counts[instr] == 0)
+    key = np.where(named, regs, np.arange(len(masks)))
+    order = np.lexsort((key, instr))
+    order = order[keep[order]]
+    kept = np.bincount(instr[order], minlength=n)
+    ends = np.cumsum(kept)
+    rank = np.arange(len(order)) - (ends - kept)[instr[order]]     # each kept beat's place in its own
+    if np.any(named[order] & (regs[order] != rank)):
+        return None
+    return order, ends.tolist()
+
+
 class _Host:
     """Packs jobs into commands and reads their replies, as cocotb_lsu.TB runs them."""
 
@@ -346,9 +371,15 @@ class _Host:
 
     def _shared_stream(self, instrs: list[dict], after: int = -1) -> bytes:
         lay = self.lay
-        packed = [lay.pack_instr(i["form"], i["addr"], i.get("stride", 0), i.get("space", 0)) for i in instrs]
-        stores = [lay.pack_words(beat) for i in instrs for beat in i.get("store", [])]
-        return self._stream(SHARED, after, packed, self.w_instr, stores, self.w_store)
+        beats = [beat for i in instrs for beat in i.get("store", [])]
+        try:        # a store beat is its threads' words, zero-padded: all at once
+            stores = np.zeros((len(beats), self.w_store), dtype="<u4")
+            stores[:, :len(beats[0]) if beats else 0] = beats
+            packed_stores = stores.tobytes()
+        except (ValueError, OverflowError):     # beats of other lengths: one by one, as ever
+            packed_stores = b"".join(self._payload(lay.pack_words(beat), self.w_store) for beat in beats)
+        return (_u32(SHARED, after, len(instrs), len(beats)) + lay.pack_instrs(instrs, self.w_instr)
+                + packed_stores)
 
     def _collect(self, taken, at, beats) -> list[dict]:
         """Each instruction's result from its beats, as cocotb_lsu.TB.collect makes it (the
@@ -357,9 +388,16 @@ class _Host:
         last = np.flatnonzero(_field(beats, lay.result_last, 1))
         if not len(last):
             return []
-        masks = _field(beats, lay.result_regs, lay.regs_bits).tolist()
         errors = _field(beats[last], lay.result_error, lay.error_bits).tolist()
         cycles = _field(beats[last], lay.result_cycles, lay.cycle_bits).tolist()
+        fast = _in_register_order(last, _field(beats[:last[-1] + 1], lay.result_regs, lay.regs_bits))
+        if fast is not None:
+            order, ends = fast
+            rows = beats[order, :lay.lanes].tolist()
+            done, accepted = at[last].tolist(), taken[:len(last)].tolist()
+            return [{"beats": rows[a:b], "error": e, "cycles": c, "done": d, "accepted": t}
+                    for a, b, e, c, d, t in zip([0, *ends[:-1]], ends, errors, cycles, done, accepted)]
+        masks = _field(beats, lay.result_regs, lay.regs_bits).tolist()
         data = beats[:, :lay.lanes].astype(np.int64)
         out, first = [], 0
         for k, end in enumerate(last.tolist()):

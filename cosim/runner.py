@@ -56,6 +56,7 @@ def layout_of(dut) -> Layout:
                   result_last=r["last"].offset, result_cycles=r["cycles"].offset,
                   result_regs=r["regs"].offset, regs_bits=Shape.cast(r["regs"].shape).width,
                   instr_space=dut.instr_layout["space"].offset,
+                  space_bits=Shape.cast(dut.instr_layout["space"].shape).width,
                   axi_data_bits=dut.params.axi_data_bits if dut.params.global_port else 0,
                   cycle_bits=CYCLE_BITS, error_bits=Shape.cast(Error).width,
                   tmem_columns=tmem.columns if tmem else 0,

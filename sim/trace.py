@@ -16,6 +16,12 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+try:        # the sim extra's: a faster reader of long traces
+    import orjson
+    _ORJSON = True
+except ImportError:
+    _ORJSON = False
+
 from . import model, ptx
 from .ptx import Instr
 
@@ -157,20 +163,42 @@ def _regs(line: int, key: str, v) -> None:
         raise TraceError(f"line {line}: {key} must be 32 lists of 32-bit words")
 
 
+#: Digits as one letter, so that a run of 19 (an integer that may be past 64 bits, which orjson
+#: would read as a float) is a substring search.
+_DIGITS = bytes.maketrans(b"0123456789", b"9" * 10)
+_LONG_NUMBER = b"9" * 19
+
+
+def _loads(text: str, data: bytes):
+    """A line's JSON (``data``: its UTF-8 bytes): read by orjson, where installed, when it
+    reads it as json does (four times json's speed on a record); by json for a number that may
+    be past 64 bits and for what orjson refuses (json accepts more, or names the fault as the
+    trace format's errors do)."""
+    if _ORJSON and _LONG_NUMBER not in data.translate(_DIGITS):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
 def read(lines: Iterable[str | bytes]) -> Iterator[Record]:
     """Records of a trace (lines of text, or of UTF-8 bytes); blank lines are skipped,
     malformed ones raise TraceError naming the line."""
     for n, text in enumerate(lines, 1):
         if isinstance(text, bytes):
+            data = text
             try:
                 text = text.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise TraceError(f"line {n}: not UTF-8 text (byte 0x{text[e.start]:02x} at column "
                                  f"{e.start + 1})") from None
+        else:
+            data = text.encode("utf-8", "surrogatepass")
         if not text.strip():
             continue
         try:
-            raw = json.loads(text)
+            raw = _loads(text, data)
         except json.JSONDecodeError as e:
             raise TraceError(f"line {n}: not valid JSON ({e.msg} at column {e.colno})") from None
         except RecursionError:

@@ -2,17 +2,22 @@
 """The native harness (cosim/native): what it adds to the cocotb bench's jobs, and how it fails.
 
 The jobs themselves run through both engines in test_lsu_rtl.py and test_tmem_rtl.py; here,
-the AXI memory's latency and ordering, and a stalled port named.
+the AXI memory's latency and ordering, a stalled port named, and the host's packing of a
+burst's instructions and reading of its result beats, all at once.
 """
+
+import random
 
 import cute
 import gemm
+import numpy as np
 import pytest
+from tensorlsu.cosim import native, runner
 from tensorlsu.cosim.layout import GMEM_AT
 from tensorlsu.cosim.native import DECERR_AT, AxiMemory
 from tensorlsu.cosim.runner import run_jobs
 from tensorlsu.hdl.codes import Error, Space
-from tensorlsu.hdl.params import DEEP_GLOBAL_PORT
+from tensorlsu.hdl.params import DEEP_GLOBAL_PORT, Params
 from tensorlsu.hdl.pipeline import forms
 from tensorlsu.sim import model, ptx
 
@@ -120,3 +125,44 @@ def test_the_gemm_streams_tiles_are_cutes_swizzle():
     for slab in range(8):
         for k in range(4):
             assert model.wavefronts(ins, gemm.ldsm_rows(0, slab, k)) == 4   # conflict-free
+
+
+def test_result_beats_are_put_in_register_order_for_all_instructions_at_once():
+    """The host's one-pass ordering of result beats (native._in_register_order) against
+    instructions made here with their beats shuffled: each instruction's registers 0..n-1 in
+    order, beats that name none dropped beside named ones and kept when none is named; a beat
+    naming two registers, a register named twice or one missing: no order (the beat-by-beat
+    reading then names the fault)."""
+    rng = np.random.default_rng(5)
+    masks, last, want = [], [], []
+    for _ in range(300):
+        n = int(rng.integers(0, 5))            # 0: a refusal's beat, naming no register
+        beats = [1 << r for r in range(n)] + [0] * (int(rng.integers(0, 3)) if n else 1 + int(rng.integers(0, 3)))
+        rng.shuffle(beats)
+        at = len(masks)
+        masks += beats
+        last.append(len(masks) - 1)
+        want += ([at + beats.index(1 << r) for r in range(n)] if n else list(range(at, len(masks))))
+    order, ends = native._in_register_order(np.array(last), np.array(masks, dtype=np.int64))
+    assert order.tolist() == want
+    assert ends[-1] == len(want) and len(ends) == len(last)
+    for bad in ([0b11, 0], [1, 1], [1, 4]):
+        assert native._in_register_order(np.array([1]), np.array(bad, dtype=np.int64)) is None
+
+
+def test_instructions_packed_all_at_once_are_packed_one_by_one():
+    """Layout.pack_instrs (a burst's instructions in one pass) against Layout.pack_instr (each
+    alone, the cocotb bench's): row lists, one wmma address, strides and spaces, and addresses
+    past the operand (clamped to its last value)."""
+    lay = runner.layout_for(Params())
+    rng = random.Random(3)
+    words = (lay.form_bits + lay.addr_bits * (lay.lanes + 1) + 31) // 32 + 1
+    bursts = [[{"form": rng.randrange(1 << lay.form_bits), "addr": [rng.randrange(1 << 32) for _ in range(32)]}
+               for _ in range(20)],
+              [{"form": 5, "addr": rng.randrange(1 << 32), "stride": rng.randrange(1 << 16),
+                "space": rng.randrange(3)} for _ in range(20)],
+              [{"form": 1, "addr": [1 << 40] + [16] * 31, "stride": -1}]]
+    for instrs in bursts:
+        one_by_one = b"".join(lay.pack_instr(i["form"], i["addr"], i.get("stride", 0), i.get("space", 0))
+                              .to_bytes(4 * words, "little") for i in instrs)
+        assert lay.pack_instrs(instrs, words) == one_by_one

@@ -98,6 +98,34 @@ def test_malformed_records_name_line_and_reason(tmp_path, line, message, capsys)
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("line", [
+    '{"instr": "tcgen05.cp.cta_group::1.128x256b", "desc": 18446744073709551615, "taddr": 0}',
+    '{"instr": "tcgen05.cp.cta_group::1.128x256b", "desc": 18446744073709551616, "taddr": 0}',
+    '{"instr": "ldmatrix.sync.aligned.m8n8.x1.b16", "addr": -9223372036854775809}',
+    '{"instr": "ldmatrix.sync.aligned.m8n8.x1.b16", "addr": 123456789012345678901234567890}',
+    '{"instr": "ldmatrix.sync.aligned.m8n8.x1.b16", "addr": 1.5}',
+    '{"instr": "ldmatrix.sync.aligned.m8n8.x1.b16", "addr": NaN}',
+    '{"instr": "ldmatrix.sync.aligned.m8n8.x1.b16", "addr": 1e400}',
+    '{"instr": "ldmatrix.sync.aligned.m8n8.x1.b16", "addr": 0, "addr": 16}',
+    '{"instr": "ldmatrix\\u0020.sync", "s": "\\ud800"}',
+    '{"instr": "ldmatrix", "addr": [1, 2]',
+    '[' * 5000,
+])
+def test_the_fast_json_reader_reads_as_json_does(monkeypatch, line):
+    """Where orjson reads a line (the sim extra's), the record, or the error that names the
+    line, is the one json gives: integers past 64 bits stay integers, what orjson refuses
+    (NaN, infinities, lone surrogates, nesting past its depth) goes to json."""
+    def outcome(text):
+        try:
+            return [(r.raw, r.ins, r.parse_error) for r in trace.read([text])]
+        except trace.TraceError as e:
+            return str(e)
+    assert trace._ORJSON, "the sim extra brings orjson"
+    fast = [outcome(line), outcome(line.encode())]      # lines of text, lines of a file
+    monkeypatch.setattr(trace, "_ORJSON", False)
+    assert repr(fast) == repr([outcome(line), outcome(line.encode())])
+
+
 def test_console_entry_point_runs():
     r = subprocess.run([sys.executable, "-m", "tensorlsu.cosim", "replay", str(GOLDEN)],
                        capture_output=True, text=True)
