@@ -4,6 +4,8 @@ what the unit produced as the model's outcomes."""
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
+from collections.abc import Iterable, Iterator
 
 from tensorlsu.hdl.codes import Error, Space
 from tensorlsu.hdl.copy.records import instr_fields as cp_fields
@@ -44,31 +46,46 @@ def _bursts(jobs: list[dict]) -> list[tuple[dict, int]]:
     back (the record expects no image), and a load only when no store before it in the burst
     wrote a line it reads: so each instruction still sees its own record's image. (job, its
     instructions; 0 for a job run alone)."""
-    out: list[tuple[dict, int]] = []
-    key = None          # the image and size of the burst at the end of ``out``
+    return list(_burst_stream(jobs))
+
+
+def _burst_stream(jobs: Iterable[dict]) -> Iterator[tuple[dict, int]]:
+    """:func:`_bursts` as the jobs come: each batch given once it is closed (a simulation runs
+    the first while the rest are made)."""
+    burst: dict | None = None   # the burst being filled, its instructions, image and size
+    n = 0
+    key = None
     written: set = set()    # the lines its stores may have written
     for job in jobs:
         if "form" not in job or job.get("gmem") or job.get("dump_lines"):
-            out.append((job, 0))
+            if burst is not None:
+                yield _closed(burst, written), n
+                burst = None
+            yield job, 0
             continue
         this = (job["image"], job["smem_size"])
         # (a wmma.load's lines are not known; ldmatrix's are its rows' lines, found only when
         # a store came before it in the burst)
         free = ("store" in job or not written
                 or (isinstance(job["addr"], list) and not {a // LINE_BYTES for a in job["addr"]} & written))
-        if not (out and out[-1][1] and this == key and out[-1][1] < BURST and free):
-            out.append(({"burst": [], "image": job["image"], "smem_size": job["smem_size"], "writes": []}, 0))
+        if not (burst is not None and this == key and n < BURST and free):
+            if burst is not None:
+                yield _closed(burst, written), n
+            burst, n = {"burst": [], "image": job["image"], "smem_size": job["smem_size"], "writes": []}, 0
             key, written = this, set()
-        burst = out[-1][0]
         burst["burst"].append(_instr(job))
         if "store" in job:
             written.update(job["writes"])
-            burst["writes"] = written       # made a sorted list below, once
-        out[-1] = (burst, out[-1][1] + 1)
-    for burst, n in out:
-        if n and isinstance(burst["writes"], set):
-            burst["writes"] = sorted(burst["writes"])
-    return out
+        n += 1
+    if burst is not None:
+        yield _closed(burst, written), n
+
+
+def _closed(burst: dict, written: set) -> dict:
+    """A burst once nothing more joins it: the lines its stores may write, in order."""
+    if written:
+        burst["writes"] = sorted(written)
+    return burst
 
 
 def _slices(batches: list[tuple[dict, int]], n: int) -> list[list[tuple[dict, int]]]:
@@ -311,23 +328,38 @@ class RtlBackend:
     def _execute(self, records, tmem_columns: int) -> list[dict]:
         jobs: list[dict] = []
         index: list[int] = []
+        batches: list[tuple[dict, int]] = []
         produced: list[dict] = [{} for _ in records]
-        for k, rec in enumerate(records):
-            try:
-                jobs.append(self.job(rec))
+
+        def made() -> Iterator[dict]:
+            # the jobs as the simulation takes them (the first burst runs while the rest are
+            # made); a record the unit cannot take gets its refusal here
+            for k, rec in enumerate(records):
+                try:
+                    job = self.job(rec)
+                except ValueError as e:
+                    produced[k] = {"error": str(e)}
+                    continue
+                jobs.append(job)
                 index.append(k)
-            except ValueError as e:
-                produced[k] = {"error": str(e)}
-        if jobs:
-            batches = _bursts(jobs)
+                yield job
+
+        def batched(first: dict) -> Iterator[tuple[dict, int]]:
+            for b in _burst_stream(itertools.chain([first], rest)):
+                batches.append(b)
+                yield b
+
+        rest = made()
+        first = next(rest, None)
+        if first is not None:
             # a long run on Verilator takes the harness compiled with -O2: its build takes about
             # a minute longer, it simulates 20-40 times faster
-            optimize = len(jobs) >= OPTIMIZE_FROM if self.optimize is None else self.optimize
+            optimize = len(records) >= OPTIMIZE_FROM if self.optimize is None else self.optimize
             build = dict(sim=self.sim, policy=self.policy, progress=self.progress, build_root=self.build_root,
                          smem_bytes=self.smem_bytes, tmem_columns=tmem_columns, waves=self.waves,
                          optimize=optimize, engine=self.engine,
                          params=self.family(records) if not tmem_columns else {})
-            ran, seconds = self._run(batches, build)
+            ran, seconds = self._run(batched(first), build)
             results = [r for (_, n), res in zip(batches, ran) for r in (res["burst"] if n else [res])]
             self.seconds += seconds
             for k, job, res in zip(index, jobs, results):
@@ -362,14 +394,15 @@ class RtlBackend:
                 produced[k]["_at"] = {"accepted": res["accepted"], "done": res["done"]}
         return produced
 
-    def _run(self, batches: list[tuple[dict, int]], build: dict) -> tuple[list[dict], float]:
-        """The batches' results: in one simulation, or split in order over ``processes``
-        simulations of the same build at once (each job brings its images, so a slice runs on
-        its own); the seconds are the slowest slice's."""
-        # (a waveform is one simulation's)
-        slices = _slices(batches, 1 if self.waves else self.processes)
+    def _run(self, batches: Iterable[tuple[dict, int]], build: dict) -> tuple[list[dict], float]:
+        """The batches' results: in one simulation, which takes them as they come, or split in
+        order over ``processes`` simulations of the same build at once (each job brings its
+        images, so a slice runs on its own); the seconds are the slowest slice's."""
+        if self.waves or self.processes <= 1:       # (a waveform is one simulation's)
+            return run_jobs((b for b, _ in batches), **build)
+        slices = _slices(list(batches), self.processes)
         if len(slices) == 1:
-            return run_jobs([b for b, _ in batches], **build)
+            return run_jobs([b for b, _ in slices[0]], **build)
         prepare(**build)        # built once, before the slices share it
         with concurrent.futures.ThreadPoolExecutor(len(slices)) as pool:
             done = list(pool.map(lambda part: run_jobs([b for b, _ in part], **build), slices))

@@ -40,6 +40,9 @@ SHARED, COPY = 0, 5
 PPM = 1_000_000
 #: where the harness's AXI address space holds no subordinate: reads from here on answer DECERR
 DECERR_AT = 0x0200_0000
+#: commands the host sends on once this many bytes wait (a pipe's capacity): the harness runs
+#: while the host makes the next jobs
+FLUSH_BYTES = 1 << 16
 
 
 def _quadrant(q: int) -> int:
@@ -157,6 +160,7 @@ class NativeBench:
                            tmem_last, GMEM_BYTES if lay.axi_data_bits else 0, axi.latency, axi.beat_gap,
                            round(axi.pause * PPM), int(axi.reorder), DECERR_AT, 0))
             written = None      # set once the last job that may write a memory is read back
+            unsent = 0          # bytes written since the last flush
             for job in jobs:
                 if (job.get("image") is not None or job.get("tmem_image")) and written is not None:
                     # a fill writes what differs from what the memories hold: known once the
@@ -170,6 +174,10 @@ class NativeBench:
                     written = threading.Event()
                     decode = _then(decode, written.set)
                 out.write(data)
+                unsent += len(data)
+                if unsent >= FLUSH_BYTES:       # so the harness starts on what is made
+                    out.flush()
+                    unsent = 0
                 pending.put(decode)
                 if errors:
                     break

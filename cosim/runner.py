@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -315,12 +316,14 @@ def prepare(*, sim: str = "icarus", engine: str | None = None, policy: str = "h2
               waves=waves, optimize=optimize, params=params, build_root=build_root, progress=progress)
 
 
-def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
+def run_jobs(jobs: Iterable[dict], *, sim: str = "icarus", policy: str = "h200",
              smem_bytes: int = 16 * 1024, tmem_columns: int = 0, seed: int = 1, idle: float = 0.0,
              backpressure: float = 0.0, waves: bool = False, build_dir: Path | None = None,
              optimize: bool = False, progress: bool = False, engine: str | None = None,
              axi=None, on_result=None, params: dict | None = None, build_root: Path | None = None):
-    """Run ``jobs`` in one simulation; returns (results, seconds of simulation). ``engine``:
+    """Run ``jobs`` in one simulation; returns (results, seconds of simulation). The native
+    engine takes the jobs as it runs (``jobs`` may be a generator: the simulation runs the first
+    while the host makes the rest); cocotb's reads them all first. ``engine``:
     ``native`` (the default on Verilator) or ``cocotb`` (the only one on Icarus). The
     simulators' output goes to logs in the build folder, and the end of the log is in the error
     when a step fails; ``progress`` says when the simulator is being built (a line every 20
@@ -329,7 +332,7 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
     ``params`` sets other build parameters of the unit. Native only: ``axi``
     (:class:`.native.AxiMemory`) sets the AXI memory's latency, beat rate and pauses (by default
     it pauses as often as ``backpressure``); ``on_result(k, result)`` takes each result as it
-    comes (``jobs`` may then be a generator: nothing is kept)."""
+    comes (nothing is kept)."""
     engine = engine or ("native" if sim == "verilator" else "cocotb")
     if engine not in ENGINES or engine == "native" and sim != "verilator":
         raise ValueError(f"no {engine!r} engine on {sim}")
@@ -349,7 +352,7 @@ def run_jobs(jobs: list[dict], *, sim: str = "icarus", policy: str = "h200",
                               progress=progress, params=params)
     with _locked(bdir, fcntl.LOCK_SH), tempfile.TemporaryDirectory(dir=bdir) as d:
         jobs_path, res_path = Path(d) / "jobs.json", Path(d) / "results.json"
-        jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": jobs}))
+        jobs_path.write_text(json.dumps({"layout": asdict(lay), "seed": seed, "jobs": list(jobs)}))
         here = str(Path(__file__).resolve().parent.parent.parent)
         if here not in sys.path:
             sys.path.insert(0, here)

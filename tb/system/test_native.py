@@ -7,6 +7,7 @@ burst's instructions and reading of its result beats, all at once.
 """
 
 import random
+import threading
 
 import cute
 import gemm
@@ -166,3 +167,22 @@ def test_instructions_packed_all_at_once_are_packed_one_by_one():
         one_by_one = b"".join(lay.pack_instr(i["form"], i["addr"], i.get("stride", 0), i.get("space", 0))
                               .to_bytes(4 * words, "little") for i in instrs)
         assert lay.pack_instrs(instrs, words) == one_by_one
+
+
+def test_the_harness_runs_the_first_jobs_while_the_host_makes_the_rest():
+    """Jobs given as a generator reach the harness as they are made: the generator stops
+    halfway until a result has come back (an engine that read every job first, or held them in
+    its buffer, would have none by then)."""
+    ld = ptx.parse("ldmatrix.sync.aligned.m8n8.x4.shared.b16", "sm_90a")
+    job = {"form": forms.form_id(ld), "addr": [16 * t for t in range(32)]}
+    first = threading.Event()
+    came_halfway = []
+
+    def jobs(n=2000):
+        for k in range(n):
+            if k == n // 2:
+                came_halfway.append(first.wait(60))
+            yield job
+
+    results, _ = run_jobs(jobs(), sim="verilator", on_result=lambda k, res: first.set())
+    assert came_halfway == [True]
