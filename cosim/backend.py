@@ -39,19 +39,14 @@ _ZERO_BEATS = {n: [[0] * DEFAULT.lanes] * n for n in (1, 2, 4)}
 BURST = 4096
 
 
-def _bursts(jobs: list[dict]) -> list[tuple[dict, int]]:
+def _burst_stream(jobs: Iterable[dict]) -> Iterator[tuple[dict, int]]:
     """The jobs, each run of shared-memory loads and stores with one image (records whose image
     is the same, absent ones all zero) made one burst: back to back through the unit, as a
     kernel issues them, rather than one by one. A store joins one only when nothing of it is read
     back (the record expects no image), and a load only when no store before it in the burst
     wrote a line it reads: so each instruction still sees its own record's image. (job, its
-    instructions; 0 for a job run alone)."""
-    return list(_burst_stream(jobs))
-
-
-def _burst_stream(jobs: Iterable[dict]) -> Iterator[tuple[dict, int]]:
-    """:func:`_bursts` as the jobs come: each batch given once it is closed (a simulation runs
-    the first while the rest are made)."""
+    instructions; 0 for a job run alone), each given once it is closed: a simulation runs the
+    first while the rest are made."""
     burst: dict | None = None   # the burst being filled, its instructions, image and size
     n = 0
     key = None

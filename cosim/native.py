@@ -373,8 +373,16 @@ class _Host:
             out[str(q)] = image.hex()
         return out
 
+    @staticmethod
+    def _stream_head(group: int, after: int, instrs: int, stores: int) -> bytes:
+        """A stream's head in an OP_STREAMS command: its port group, the stream of the command
+        whose first instruction it waits for (-1: none), how many instruction and store payloads
+        follow."""
+        return _u32(group, after, instrs, stores)
+
     def _stream(self, group: int, after: int, instrs: list[int], words: int, stores: list, swords: int) -> bytes:
-        return (_u32(group, after, len(instrs), len(stores)) + b"".join(self._payload(v, words) for v in instrs)
+        return (self._stream_head(group, after, len(instrs), len(stores))
+                + b"".join(self._payload(v, words) for v in instrs)
                 + b"".join(self._payload(v, swords) for v in stores))
 
     def _shared_stream(self, instrs: list[dict], after: int = -1) -> bytes:
@@ -386,7 +394,7 @@ class _Host:
             packed_stores = stores.tobytes()
         except (ValueError, OverflowError):     # beats of other lengths: one by one, as ever
             packed_stores = b"".join(self._payload(lay.pack_words(beat), self.w_store) for beat in beats)
-        return (_u32(SHARED, after, len(instrs), len(beats)) + lay.pack_instrs(instrs, self.w_instr)
+        return (self._stream_head(SHARED, after, len(instrs), len(beats)) + lay.pack_instrs(instrs, self.w_instr)
                 + packed_stores)
 
     def _collect(self, taken, at, beats) -> list[dict]:

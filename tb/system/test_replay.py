@@ -11,7 +11,7 @@ import pytest
 from sasslines import B8_LINES, CASES, trace_text
 from conftest import DATA
 from tensorlsu.cosim import cli
-from tensorlsu.cosim.backend import RtlBackend, _bursts
+from tensorlsu.cosim.backend import RtlBackend, _burst_stream
 from tensorlsu.sim import descriptor, model, ptx, trace
 
 GOLDEN = DATA / "h200_sm90.jsonl"
@@ -331,7 +331,7 @@ def test_address_only_stores_run_in_bursts_and_every_load_sees_its_own_image(tmp
             r["expect"]["regs"] = model.ldmatrix(ins, np.frombuffer(image, np.uint8), r["addr"]).tolist()
     records = trace.load(_write(tmp_path, recs))
     backend = RtlBackend(sim="verilator", images=False)
-    assert [n for _, n in _bursts([backend.job(r) for r in records])] == [2, 4]
+    assert [n for _, n in _burst_stream([backend.job(r) for r in records])] == [2, 4]
     outs = list(trace.run(records, backend))
     assert all(o.passed for o in outs), [o.failures for o in outs if not o.passed]
     # with the images read back (what --emit needs), each store's image is the model's
